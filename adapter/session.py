@@ -1,0 +1,220 @@
+"""One editor's DAP session with the bridge.
+
+The editor believes it attached to a debugger; in fact the bridge already holds the worker, so
+the handshake is answered here and only the debugging itself is relayed. Phases are explicit:
+
+``NEW`` --initialize--> ``INITIALIZED`` --attach--> ``CONFIGURING`` --configurationDone-->
+``ATTACHED`` --disconnect / worker gone / connection lost--> ``CLOSED``
+
+At ``configurationDone`` the session joins the worker's event stream and is replayed where the
+worker is stopped, so a client that attaches late sees exactly what the first one saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from protocol import Event, ProtocolError, Request, Response, error_response, event, response_to
+
+from adapter.capabilities import bridge_capabilities
+from adapter.channel import Channel
+from adapter.upstream import Upstream, UpstreamError
+
+log = logging.getLogger(__name__)
+
+
+class AttachError(Exception):
+    """An attach the bridge refuses; the message tells the person what to do instead."""
+
+
+#: Finds the worker an attach request names (its arguments), or raises :class:`AttachError`.
+Resolver = Callable[[dict[str, Any]], Awaitable[Upstream]]
+#: Called with the session's worker, the client's address, and what it did (for the audit log).
+Auditor = Callable[[str, str, dict[str, Any]], None]
+
+
+class Phase(enum.Enum):
+    NEW = "new"
+    INITIALIZED = "initialized"
+    CONFIGURING = "configuring"
+    ATTACHED = "attached"
+    CLOSED = "closed"
+
+
+class ClientSession:
+    """Serves one client connection until it disconnects or its worker goes away."""
+
+    def __init__(
+        self,
+        channel: Channel,
+        resolve: Resolver,
+        *,
+        capabilities: Callable[[], dict[str, Any]],
+        max_queued: int = 10_000,
+    ) -> None:
+        self.channel = channel
+        self.phase = Phase.NEW
+        self.upstream: Upstream | None = None
+        self._resolve = resolve
+        self._capabilities = capabilities
+        self._outbox: asyncio.Queue[Request | Response | Event | None] = asyncio.Queue()
+        self._max_queued = max_queued
+        self._seq = 0
+        self._announced: dict[str, Any] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def peer(self) -> str:
+        return self.channel.peer
+
+    async def run(self) -> None:
+        """Serve until the session ends; never raises for anything the client sends."""
+        writer = asyncio.create_task(self._write_loop(), name=f"client {self.peer} writer")
+        try:
+            while self.phase is not Phase.CLOSED:
+                try:
+                    message = await self.channel.receive()
+                except ProtocolError as exc:
+                    log.info("client %s sent bad DAP: %s", self.peer, exc)
+                    if exc.request_seq is not None:
+                        self._send(error_response(exc.request_seq, exc.command or "?", str(exc)))
+                    break
+                if message is None:
+                    break
+                if isinstance(message, Request):
+                    await self._on_request(message)
+                # Responses and events from a client have no meaning to the bridge.
+        except (ConnectionError, OSError) as exc:
+            log.info("client %s lost: %s", self.peer, exc)
+        finally:
+            self._leave()
+            self._outbox.put_nowait(None)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer, 5.0)
+            for task in self._tasks:
+                task.cancel()
+            await self.channel.close()
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def _on_request(self, request: Request) -> None:
+        command = request.command
+        if command == "initialize":
+            if self.phase is not Phase.NEW:
+                self._fail(request, "initialize was already sent")
+                return
+            self.phase = Phase.INITIALIZED
+            self._announced = self._capabilities()
+            self._send(response_to(request, self._announced))
+        elif self.phase is Phase.NEW:
+            self._fail(request, "send 'initialize' first")
+        elif command in ("attach", "launch"):
+            await self._on_attach(request)
+        elif command == "disconnect":
+            self._send(response_to(request))
+            self._leave()
+        elif self.upstream is None:
+            self._fail(request, "send 'attach' first")
+        elif command == "configurationDone":
+            self._send(response_to(request))
+            self._join()
+        elif command == "terminate":
+            self._fail(request, "raydap does not kill Ray workers; continue or disconnect instead")
+        else:
+            self._relay(request)
+
+    async def _on_attach(self, request: Request) -> None:
+        if request.command == "launch":
+            self._fail(request, "raydap attaches to paused Ray workers: use \"request\": \"attach\"")
+            return
+        if self.phase is not Phase.INITIALIZED:
+            self._fail(request, "this session is already attached")
+            return
+        try:
+            upstream = await self._resolve(request.args)
+        except AttachError as exc:
+            self._fail(request, str(exc))
+            return
+        self.upstream = upstream
+        self.phase = Phase.CONFIGURING
+        self._send(response_to(request))
+        actual = bridge_capabilities(upstream.capabilities)
+        if actual != self._announced:
+            self._send(event("capabilities", {"capabilities": actual}))
+        self._send(event("initialized"))
+
+    def _relay(self, request: Request) -> None:
+        task = asyncio.create_task(self._relay_one(request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _relay_one(self, request: Request) -> None:
+        assert self.upstream is not None
+        try:
+            response = await self.upstream.request(request.command, request.arguments)
+        except UpstreamError as exc:
+            self._fail(request, str(exc))
+            return
+        self._send(response.model_copy(update={"request_seq": request.seq}))
+
+    # -- the worker's events ----------------------------------------------------------------
+
+    def _join(self) -> None:
+        """Start receiving the worker's events, replaying where it stands now."""
+        upstream = self.upstream
+        if upstream is None or self.phase is not Phase.CONFIGURING:
+            return
+        self.phase = Phase.ATTACHED
+        if upstream.process_event is not None:
+            self._send(upstream.process_event)
+        for stop in upstream.stops.values():
+            self._send(stop)
+        upstream.add_client(self)
+
+    def upstream_event(self, upstream: Upstream, message: Event) -> None:
+        self._send(message)
+
+    def upstream_closed(self, upstream: Upstream, reason: str) -> None:
+        self._send(event("output", {"category": "console", "output": f"{upstream.name}: {reason}\n"}))
+        self._send(event("terminated"))
+        self.upstream = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _leave(self) -> None:
+        if self.phase is Phase.CLOSED:
+            return
+        self.phase = Phase.CLOSED
+        if self.upstream is not None:
+            self.upstream.remove_client(self)
+
+    def _abort(self) -> None:
+        """End the session from the sending side: closing the channel ends :meth:`run`."""
+        self._leave()
+        task = asyncio.create_task(self.channel.close())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _fail(self, request: Request, text: str) -> None:
+        self._send(error_response(request.seq, request.command, text))
+
+    def _send(self, message: Request | Response | Event) -> None:
+        if self._outbox.qsize() >= self._max_queued:
+            log.warning("client %s is not reading; closing it", self.peer)
+            self._abort()
+            return
+        self._outbox.put_nowait(message)
+
+    async def _write_loop(self) -> None:
+        while (message := await self._outbox.get()) is not None:
+            self._seq += 1
+            try:
+                await self.channel.send(message, self._seq)
+            except (ConnectionError, OSError):
+                self._abort()
+                return

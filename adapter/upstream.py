@@ -1,0 +1,287 @@
+"""The bridge's one DAP connection to a worker's debugpy.
+
+debugpy accepts one client at a time, so the bridge is that client and every editor talks to
+the bridge. This module owns that connection: the attach handshake, matching responses to
+requests, and the worker's debug state (which threads are stopped, and why) that late-joining
+clients are replayed. What to do with it (hold, detach, list) is the bridge's policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from protocol import Event, ProtocolError, Request, Response, event
+
+from adapter.channel import Channel
+
+log = logging.getLogger(__name__)
+
+#: Requests that set the worker running when they succeed.
+RESUMING_COMMANDS = frozenset(
+    {"continue", "next", "stepIn", "stepOut", "stepBack", "reverseContinue", "goto"}
+)
+#: debugpy's own events, meaningless to an editor talking to the bridge.
+_PRIVATE_EVENTS = frozenset({"debugpySockets", "debugpyWaitingForServer", "initialized"})
+
+
+class UpstreamError(Exception):
+    """A request to the worker failed for a reason other than the worker's own answer."""
+
+
+class UpstreamClosed(UpstreamError):
+    """The worker's debugpy connection is gone (the worker exited, or was detached)."""
+
+
+class State(enum.Enum):
+    CONNECTING = "connecting"
+    STOPPED = "stopped"
+    RUNNING = "running"
+    CLOSED = "closed"
+
+
+class Client(Protocol):
+    """An attached client session: it receives the worker's events."""
+
+    def upstream_event(self, upstream: Upstream, message: Event) -> None: ...
+
+    def upstream_closed(self, upstream: Upstream, reason: str) -> None: ...
+
+
+class Upstream:
+    """One worker's debugpy, held open by the bridge."""
+
+    def __init__(
+        self,
+        channel: Channel,
+        *,
+        name: str,
+        request_timeout: float = 30.0,
+        on_change: Callable[[Upstream], None] | None = None,
+    ) -> None:
+        self.channel = channel
+        self.name = name
+        self.request_timeout = request_timeout
+        self.capabilities: dict[str, Any] = {}
+        self.state = State.CONNECTING
+        #: The ``stopped`` event in force for each stopped thread, in the order they stopped.
+        self.stops: dict[int, Event] = {}
+        self.process_event: Event | None = None
+        self.clients: set[Client] = set()
+        self.close_reason = ""
+        self._on_change = on_change or (lambda upstream: None)
+        self._seq = 0
+        self._pending: dict[int, asyncio.Future[Response]] = {}
+        self._initialized = asyncio.Event()
+        self._first_stop = asyncio.Event()
+        self._reader: asyncio.Task[None] | None = None
+        self._detaching = False
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Begin reading from the worker."""
+        self._reader = asyncio.create_task(self._read_loop(), name=f"upstream {self.name}")
+
+    async def handshake(self, *, timeout: float = 10.0) -> None:
+        """Attach as debugpy's client and wait until the worker reports where it stopped.
+
+        Order matters to debugpy 1.8: it answers ``attach`` only after ``configurationDone``,
+        sends ``initialized`` only when the attach arguments are not empty, and reports a
+        post-mortem stop only if the ``uncaught`` exception filter was set before
+        ``configurationDone``. ``justMyCode`` must be false: Ray stops the worker with
+        ``pydevd.settrace`` called from Ray's own (library) frame, and with ``justMyCode`` true
+        debugpy never reports that stop.
+        """
+        if self._reader is None:
+            self.start()
+        initialize = await self.request(
+            "initialize",
+            {
+                "clientID": "raydap",
+                "clientName": "raydap bridge",
+                "adapterID": "python",
+                "pathFormat": "path",
+                "linesStartAt1": True,
+                "columnsStartAt1": True,
+                "supportsVariableType": True,
+                "supportsStartDebuggingRequest": False,
+            },
+            timeout=timeout,
+        )
+        self.capabilities = dict(initialize.body or {})
+        attach = asyncio.ensure_future(
+            self.request("attach", {"justMyCode": False, "subProcess": False}, timeout=timeout)
+        )
+        try:
+            await asyncio.wait_for(self._initialized.wait(), timeout)
+            await self.request("setExceptionBreakpoints", {"filters": ["uncaught"]}, timeout=timeout)
+            await self.request("configurationDone", timeout=timeout)
+            await attach
+            await asyncio.wait_for(self._first_stop.wait(), timeout)
+        except BaseException:
+            attach.cancel()
+            raise
+
+    async def detach(self) -> None:
+        """Disconnect without killing the worker; debugpy then resumes it."""
+        if self.state is State.CLOSED:
+            return
+        self._detaching = True
+        with contextlib.suppress(UpstreamError, TimeoutError):
+            await self.request("disconnect", {"terminateDebuggee": False}, timeout=2.0)
+        await self.close("detached")
+
+    async def close(self, reason: str) -> None:
+        await self.channel.close()
+        self._closed(reason)
+        if self._reader is not None and self._reader is not asyncio.current_task():
+            self._reader.cancel()
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def request(
+        self, command: str, arguments: Any = None, *, timeout: float | None = None
+    ) -> Response:
+        """Send a request and return debugpy's response (successful or not).
+
+        Raises :class:`UpstreamClosed` if the worker goes away and :class:`UpstreamError` if it
+        does not answer in time; either way only this request fails.
+        """
+        if self.state is State.CLOSED:
+            raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
+        self._seq += 1
+        seq = self._seq
+        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        self._pending[seq] = future
+        message = Request(command=command)
+        if arguments is not None:
+            message.arguments = arguments
+        try:
+            await self.channel.send(message, seq)
+            response = await asyncio.wait_for(future, timeout or self.request_timeout)
+        except (ConnectionError, OSError) as exc:
+            raise UpstreamClosed(f"worker {self.name} is gone: {exc}") from None
+        except TimeoutError:
+            raise UpstreamError(
+                f"worker {self.name} did not answer {command!r} within "
+                f"{timeout or self.request_timeout:g} s"
+            ) from None
+        finally:
+            self._pending.pop(seq, None)
+        if response.success and command in RESUMING_COMMANDS:
+            self._resumed(message.args.get("threadId"), response.body)
+        return _mend(response)
+
+    # -- events -----------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        reason = "connection closed by the worker"
+        try:
+            while (message := await self.channel.receive()) is not None:
+                if isinstance(message, Response):
+                    future = self._pending.get(message.request_seq)
+                    if future is not None and not future.done():
+                        future.set_result(message)
+                elif isinstance(message, Event):
+                    self._on_event(message)
+                else:
+                    log.debug("%s: ignoring reverse request %s", self.name, message.command)
+        except ProtocolError as exc:
+            reason = f"worker sent bad DAP: {exc}"
+        except (ConnectionError, OSError) as exc:
+            reason = f"connection lost: {exc}"
+        except asyncio.CancelledError:
+            reason = self.close_reason or "closed"
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                await self.channel.close()
+            self._closed("detached" if self._detaching else reason)
+
+    def _on_event(self, message: Event) -> None:
+        name = message.event
+        body = message.body if isinstance(message.body, dict) else {}
+        if name == "initialized":
+            self._initialized.set()
+        elif name == "stopped":
+            thread_id = body.get("threadId")
+            if isinstance(thread_id, int):
+                self.stops.pop(thread_id, None)
+                self.stops[thread_id] = message
+            self.state = State.STOPPED
+            self._first_stop.set()
+        elif name == "continued":
+            self._resumed(body.get("threadId"), body)
+            return  # _resumed forwards a continued event of its own
+        elif name == "thread" and body.get("reason") == "exited":
+            self.stops.pop(body.get("threadId"), None)  # type: ignore[arg-type]
+        elif name == "process":
+            self.process_event = message
+        if name in _PRIVATE_EVENTS or (
+            name == "output" and body.get("category") == "telemetry"
+        ):
+            return
+        self._broadcast(message)
+        if name == "stopped":
+            self._on_change(self)
+
+    def _resumed(self, thread_id: object, body: object) -> None:
+        """Forget the stops that ended, and tell every client (debugpy tells only the one
+        whose request resumed the worker, in its response)."""
+        all_threads = not isinstance(body, dict) or body.get("allThreadsContinued", True) is not False
+        if all_threads or not isinstance(thread_id, int):
+            self.stops.clear()
+        else:
+            self.stops.pop(thread_id, None)
+        if not self.stops and self.state is State.STOPPED:
+            self.state = State.RUNNING
+        continued: dict[str, Any] = {"allThreadsContinued": all_threads}
+        continued["threadId"] = thread_id if isinstance(thread_id, int) else 0
+        self._broadcast(event("continued", continued))
+        self._on_change(self)
+
+    def _broadcast(self, message: Event) -> None:
+        for client in list(self.clients):
+            client.upstream_event(self, message)
+
+    def _closed(self, reason: str) -> None:
+        if self.state is State.CLOSED:
+            return
+        self.state = State.CLOSED
+        self.close_reason = reason
+        self.stops.clear()
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(UpstreamClosed(f"worker {self.name} is gone ({reason})"))
+        for client in list(self.clients):
+            client.upstream_closed(self, reason)
+        self.clients.clear()
+        self._on_change(self)
+
+    # -- clients ----------------------------------------------------------------------------
+
+    def add_client(self, client: Client) -> None:
+        self.clients.add(client)
+        self._on_change(self)
+
+    def remove_client(self, client: Client) -> None:
+        if client in self.clients:
+            self.clients.discard(client)
+            self._on_change(self)
+
+    def top_stop(self) -> Event | None:
+        """The most recent stop in force, the one a person wants to see first."""
+        return next(reversed(self.stops.values()), None)
+
+
+def _mend(response: Response) -> Response:
+    """debugpy's error responses omit ``body``, which the DAP schema requires."""
+    if not response.success and response.body is None:
+        text = response.message or f"{response.command} failed"
+        response.body = {"error": {"id": 0, "format": text, "showUser": True}}
+    return response

@@ -1,0 +1,50 @@
+"""A small synchronous client of the bridge's HTTP API, for the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:7800"
+
+
+class BridgeUnavailable(Exception):
+    """The bridge could not be reached or refused the request; the message says why."""
+
+
+class ApiClient:
+    def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 30.0):
+        self.url = (url or os.environ.get("RAYDAP_URL") or DEFAULT_URL).rstrip("/")
+        self.token = token if token is not None else os.environ.get("RAYDAP_TOKEN")
+        self.timeout = timeout
+
+    def get(self, path: str) -> Any:
+        return self._call("GET", path)
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        return self._call("POST", path, body or {})
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = json.loads(exc.read()).get("error", exc.reason)
+            except (ValueError, AttributeError):
+                detail = exc.reason
+            raise BridgeUnavailable(f"{method} {path}: HTTP {exc.code}: {detail}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise BridgeUnavailable(
+                f"no raydap bridge at {self.url} ({reason}); start one with `raydap serve` "
+                "on the Ray head, or set RAYDAP_URL"
+            ) from None

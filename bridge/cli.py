@@ -1,0 +1,248 @@
+"""The ``raydap`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import signal
+import sys
+import time
+from typing import Any
+
+from bridge.api_client import ApiClient, BridgeUnavailable
+from bridge.render import breakpoints_table, table
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a TCP port (0 to 65535)")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0")
+    return value
+
+
+def _filter_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--job", help="only workers of this job id")
+    parser.add_argument("--task", help="only tasks whose name matches this glob (Actor.method too)")
+    parser.add_argument("--actor", help="only this actor (id or class name)")
+    parser.add_argument("--node", help="only this node (id prefix or IP)")
+
+
+def _filter(args: argparse.Namespace) -> dict[str, str]:
+    return {k: v for k in ("job", "task", "actor", "node") if (v := getattr(args, k, None))}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="raydap", description="Debug paused Ray workers from any DAP client."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the bridge on the Ray head")
+    serve.add_argument("--address", help="Ray GCS address HOST:PORT (default: RAY_ADDRESS, local)")
+    serve.add_argument("--dashboard-url", help="Ray dashboard URL (default: asked of GCS)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    serve.add_argument("--port", type=_port, default=7800, help="HTTP/WebSocket port (7800)")
+    serve.add_argument("--dap-port", type=_port, default=7801, help="DAP TCP port (7801)")
+    serve.add_argument("--poll-interval", type=_positive, default=0.1, help="seconds (0.1)")
+    serve.add_argument("--hold-timeout", type=_positive, help="resume untouched workers after s")
+    serve.add_argument("--request-timeout", type=_positive, default=30.0, help="seconds (30)")
+    serve.add_argument(
+        "--insecure", action="store_true",
+        help="allow a non-loopback --host without tokens (anyone who reaches it runs code)",
+    )  # fmt: skip
+
+    listing = commands.add_parser("list", help="list paused workers")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
+
+    cont = commands.add_parser("continue", help="continue one paused worker, or a group")
+    cont.add_argument("id", nargs="?", help="worker id or unique prefix")
+    cont.add_argument("--all", action="store_true", help="every held worker (or filtered)")
+    _filter_args(cont)
+
+    ev = commands.add_parser("eval", help="evaluate an expression in every paused worker")
+    ev.add_argument("expression")
+    _filter_args(ev)
+
+    commands.add_parser("snapshot", help="stacks and locals of every held worker (JSON)")
+    commands.add_parser("doctor", help="check the bridge, the cluster and versions")
+
+    attach = commands.add_parser("attach", help="debug one paused worker in this terminal")
+    attach.add_argument("id", help="worker id or unique prefix")
+
+    demo = commands.add_parser("demo", help="run a local example end to end")
+    demo.add_argument("--headless", action="store_true", help="attach, inspect, continue, check")
+    demo.add_argument("--port", type=_port, default=7800, help="HTTP port (7800; 0 picks)")
+    demo.add_argument("--dap-port", type=_port, default=7801, help="DAP port (7801; 0 picks)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    handler = {
+        "serve": cmd_serve, "list": cmd_list, "continue": cmd_continue, "eval": cmd_eval,
+        "snapshot": cmd_snapshot, "doctor": cmd_doctor, "attach": cmd_attach, "demo": cmd_demo,
+    }[args.command]  # fmt: skip
+    try:
+        return int(handler(args))
+    except BridgeUnavailable as exc:
+        print(f"raydap: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from bridge.cluster import ClusterNotFound, dashboard_url
+    from bridge.server import Bridge, ServeConfig
+
+    if not _is_loopback(args.host) and not args.insecure:
+        print(
+            f"raydap: refusing to listen on {args.host}: anyone who reaches the bridge can run "
+            "code in every paused worker. Keep the default loopback and use an SSH tunnel, or "
+            "pass --insecure if this network is trusted.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        url = dashboard_url(args.address, args.dashboard_url)
+    except ClusterNotFound as exc:
+        print(f"raydap: {exc}", file=sys.stderr)
+        return 2
+    config = ServeConfig(
+        dashboard_url=url, host=args.host, port=args.port, dap_port=args.dap_port,
+        poll_interval=args.poll_interval, hold_timeout=args.hold_timeout,
+        request_timeout=args.request_timeout,
+    )  # fmt: skip
+    if args.insecure and not _is_loopback(args.host):
+        print(f"raydap: WARNING: --insecure: anyone reaching {args.host} can run code in "
+              "every paused Ray worker", file=sys.stderr)  # fmt: skip
+    return asyncio.run(_serve(Bridge(config)))
+
+
+async def _serve(bridge: Any) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await bridge.start()
+    except OSError as exc:
+        print(f"raydap: cannot listen: {exc}", file=sys.stderr)
+        return 2
+    (host, port), (dap_host, dap_port) = bridge.http_address, bridge.dap_address
+    print(f"raydap bridge: HTTP http://{host}:{port}  DAP {dap_host}:{dap_port}  "
+          f"dashboard {bridge.config.dashboard_url}", flush=True)  # fmt: skip
+    await stop.wait()
+    await bridge.stop()
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    api = ApiClient()
+    while True:
+        records = api.get("/api/v1/breakpoints")["breakpoints"]
+        if args.json:
+            print(json.dumps(records, indent=2))
+        else:
+            if args.watch:
+                print("\x1b[2J\x1b[H", end="")
+            print(breakpoints_table(records), flush=True)
+        if not args.watch:
+            return 0
+        time.sleep(1.0)
+
+
+def cmd_continue(args: argparse.Namespace) -> int:
+    api = ApiClient()
+    if args.id and (args.all or _filter(args)):
+        print("raydap: give an id or --all/filters, not both", file=sys.stderr)
+        return 2
+    if args.id:
+        result = api.post(f"/api/v1/breakpoints/{args.id}/continue")
+    elif args.all or _filter(args):
+        result = api.post("/api/v1/continue", {"filter": _filter(args)})
+    else:
+        print("raydap: name a worker id, or --all (optionally with filters)", file=sys.stderr)
+        return 2
+    ids = result["continued"]
+    print(f"continued {len(ids)} worker(s): {' '.join(ids)}" if ids else "nothing to continue")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    results = ApiClient().post(
+        "/api/v1/evaluate", {"expression": args.expression, "filter": _filter(args)}
+    )["results"]
+    if not results:
+        print("no paused workers match")
+        return 1
+    rows = [[r["id"], r.get("result", "") if "result" in r else f"error: {r['error']}"]
+            for r in results]  # fmt: skip
+    print(table(["ID", args.expression], rows))
+    return 0 if all("result" in r for r in results) else 1
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    print(json.dumps(ApiClient().get("/api/v1/snapshot"), indent=2))
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import debugpy
+
+    print(f"python {sys.version.split()[0]}, debugpy {debugpy.__version__}")
+    with contextlib.suppress(ImportError):
+        import ray
+
+        print(f"ray {ray.__version__}")
+    api = ApiClient(timeout=5)
+    health = api.get("/healthz")
+    print(f"bridge at {api.url}: {health['status']}"
+          + (f" ({health['reason']})" if health.get("reason") else "")
+          + f", holding {health['held']} worker(s), DAP port {health.get('dap_port')}")  # fmt: skip
+    return 0 if health["status"] == "ok" else 1
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    from bridge.terminal import run_terminal
+
+    api = ApiClient()
+    health = api.get("/healthz")
+    host = api.url.split("://", 1)[1].rsplit(":", 1)[0].strip("[]")
+    return asyncio.run(run_terminal(host, int(health["dap_port"]), args.id, api.token))
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from bridge.demo import run_demo
+
+    return asyncio.run(run_demo(headless=args.headless, port=args.port, dap_port=args.dap_port))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

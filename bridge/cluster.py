@@ -1,0 +1,54 @@
+"""Finding the Ray cluster's dashboard from what a person has at hand.
+
+Order: ``--dashboard-url``; ``RAY_ADDRESS`` when it is already an HTTP URL (a job-submission
+address); otherwise the dashboard address the head records in GCS, for ``--address``,
+``RAY_ADDRESS`` or the cluster started on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class ClusterNotFound(Exception):
+    """No Ray cluster could be found; the message says what to pass."""
+
+
+def dashboard_url(address: str | None, dashboard: str | None) -> str:
+    if dashboard:
+        return _http(dashboard)
+    address = address or os.environ.get("RAY_ADDRESS") or "auto"
+    if address.startswith(("http://", "https://")):
+        return address
+    return _http(_dashboard_from_gcs(_gcs_address(address)))
+
+
+def _http(url: str) -> str:
+    return url if url.startswith(("http://", "https://")) else f"http://{url}"
+
+
+def _gcs_address(address: str) -> str:
+    from ray._private import services  # imported late: importing Ray takes a second
+
+    try:
+        return str(services.canonicalize_bootstrap_address_or_die(address))
+    except (ConnectionError, ValueError) as exc:
+        raise ClusterNotFound(
+            f"no Ray cluster at {address!r} ({exc}); start one with `ray start --head`, "
+            "pass --address HOST:PORT or --dashboard-url, or try `raydap demo`"
+        ) from None
+
+
+def _dashboard_from_gcs(gcs_address: str) -> str:
+    from ray._raylet import GcsClient
+
+    try:
+        value = GcsClient(address=gcs_address).internal_kv_get(b"dashboard", namespace=b"dashboard")
+    except Exception as exc:  # Ray raises its own RpcError types
+        raise ClusterNotFound(f"cannot read the dashboard address from GCS {gcs_address}: {exc}")
+    if not value:
+        raise ClusterNotFound(
+            f"the cluster at {gcs_address} runs no dashboard; raydap needs it "
+            "(`ray start --head --include-dashboard=true`), or pass --dashboard-url"
+        )
+    return bytes(value).decode()

@@ -1,0 +1,118 @@
+"""A small DAP client of the bridge: for ``raydap demo --headless`` and ``raydap attach``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from adapter import Channel, open_tcp_channel
+from protocol import Event, Request, Response
+
+Observer = Callable[[Request | Response | Event], None]
+
+
+class DapRequestFailed(Exception):
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.message or f"{response.command} failed")
+        self.response = response
+
+
+class DapClient:
+    def __init__(self, channel: Channel, observe: Observer | None = None) -> None:
+        self.channel = channel
+        self.events: list[Event] = []
+        self._observe = observe or (lambda message: None)
+        self._taken: set[int] = set()
+        self._seq = 0
+        self._pending: dict[int, asyncio.Future[Response]] = {}
+        self._changed = asyncio.Condition()
+        self._reader = asyncio.create_task(self._read_loop())
+        self.closed = False
+
+    @classmethod
+    async def connect(cls, host: str, port: int, observe: Observer | None = None) -> DapClient:
+        return cls(await open_tcp_channel(host, port), observe)
+
+    async def _read_loop(self) -> None:
+        try:
+            while (message := await self.channel.receive()) is not None:
+                self._observe(message)
+                if isinstance(message, Response):
+                    future = self._pending.pop(message.request_seq, None)
+                    if future is not None and not future.done():
+                        future.set_result(message)
+                elif isinstance(message, Event):
+                    async with self._changed:
+                        self.events.append(message)
+                        self._changed.notify_all()
+        finally:
+            self.closed = True
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("bridge closed the connection"))
+            async with self._changed:
+                self._changed.notify_all()
+
+    def send_nowait(self, command: str, arguments: Any = None) -> asyncio.Future[Response]:
+        """Send a request; the future resolves to its response (pipelining allowed)."""
+        self._seq += 1
+        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        self._pending[self._seq] = future
+        message = Request(command=command)
+        if arguments is not None:
+            message.arguments = arguments
+        asyncio.ensure_future(self.channel.send(message, self._seq))
+        return future
+
+    async def request(
+        self, command: str, arguments: Any = None, *, timeout: float = 30.0, check: bool = True
+    ) -> Response:
+        response = await asyncio.wait_for(self.send_nowait(command, arguments), timeout)
+        if check and not response.success:
+            raise DapRequestFailed(response)
+        return response
+
+    async def wait_event(
+        self, name: str, *, timeout: float = 30.0, where: Callable[[Event], bool] | None = None
+    ) -> Event:
+        """The next event called ``name`` not returned before (events are kept in order)."""
+
+        def find() -> Event | None:
+            for index, ev in enumerate(self.events):
+                if index not in self._taken and ev.event == name and (where is None or where(ev)):
+                    self._taken.add(index)
+                    return ev
+            return None
+
+        async def wait() -> Event:
+            async with self._changed:
+                while (found := find()) is None:
+                    if self.closed:
+                        raise ConnectionError(f"connection closed before a {name!r} event")
+                    await self._changed.wait()
+                return found
+
+        return await asyncio.wait_for(wait(), timeout)
+
+    async def attach(self, **arguments: Any) -> Response:
+        """The whole handshake an editor does: initialize, attach, configurationDone."""
+        await self.request(
+            "initialize",
+            {"clientID": "raydap-cli", "adapterID": "ray", "linesStartAt1": True,
+             "columnsStartAt1": True, "pathFormat": "path"},
+        )  # fmt: skip
+        attach = await self.request("attach", arguments)
+        await self.wait_event("initialized")
+        await self.request("configurationDone")
+        return attach
+
+    async def close(self) -> None:
+        if not self.closed:
+            with contextlib.suppress(Exception):
+                await self.request("disconnect", {"terminateDebuggee": False}, timeout=5)
+        await self.channel.close()
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader

@@ -1,0 +1,116 @@
+"""The Ray dashboard's State API, as discovery needs it.
+
+Everything the dashboard answers is outside input: responses are size-capped, time-limited and
+validated, and any failure becomes one :class:`DashboardError` whose message says what went
+wrong, so discovery can report it on ``/healthz`` and back off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+_PAUSED = "filter_keys=num_paused_threads&filter_predicates=!%3D&filter_values=0"
+
+
+class DashboardError(Exception):
+    """The dashboard could not be asked, or answered something unusable."""
+
+
+class WorkerRow(BaseModel):
+    """One row of ``/api/v0/workers``; only what the bridge uses."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    worker_id: str
+    ip: str
+    pid: int | None = None
+    node_id: str | None = None
+    debugger_port: int | None = None
+    num_paused_threads: int = 0
+    is_alive: bool = True
+
+
+class TaskRow(BaseModel):
+    """One row of ``/api/v0/tasks``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str | None = None
+    func_or_class_name: str | None = None
+    state: str | None = None
+    job_id: str | None = None
+    actor_id: str | None = None
+    worker_id: str | None = None
+
+
+class DashboardClient:
+    def __init__(self, base_url: str, *, timeout: float = 5.0, limit: int = 10_000) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._limit = limit
+        self._session: aiohttp.ClientSession | None = None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def paused_workers(self) -> list[WorkerRow]:
+        """Live workers blocked in a debugger, with their debugpy port known."""
+        rows = await self._state_rows(f"/api/v0/workers?detail=1&limit={self._limit}&{_PAUSED}")
+        workers = [_validate(WorkerRow, row) for row in rows]
+        return [w for w in workers if w.is_alive and w.debugger_port and w.num_paused_threads]
+
+    async def running_task(self, worker_id: str) -> TaskRow | None:
+        """The task a worker is running now (to name it by task or ``Actor.method``)."""
+        rows = await self._state_rows(
+            "/api/v0/tasks?detail=1&limit=100&filter_keys=worker_id"
+            f"&filter_predicates=%3D&filter_values={worker_id}"
+        )
+        tasks = [_validate(TaskRow, row) for row in rows]
+        running = [t for t in tasks if t.state == "RUNNING"]
+        return (running or tasks or [None])[-1]
+
+    async def _state_rows(self, path: str) -> list[Any]:
+        data = await self._get_json(path)
+        try:
+            rows = data["data"]["result"]["result"]
+        except (KeyError, TypeError):
+            raise DashboardError(f"unexpected answer from {path.split('?')[0]}") from None
+        if not isinstance(rows, list):
+            raise DashboardError(f"unexpected answer from {path.split('?')[0]}: not a list")
+        return rows
+
+    async def _get_json(self, path: str) -> Any:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        url = self.base_url + path
+        try:
+            async with self._session.get(url) as response:
+                if response.status != 200:
+                    raise DashboardError(f"dashboard answered HTTP {response.status} for {url}")
+                body = await response.content.read(MAX_RESPONSE_BYTES + 1)
+                if len(body) > MAX_RESPONSE_BYTES:
+                    raise DashboardError(f"dashboard answer over {MAX_RESPONSE_BYTES} bytes")
+                return _json(body)
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise DashboardError(f"dashboard at {self.base_url} unreachable: {exc!r}") from None
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise DashboardError(f"dashboard answer is not JSON: {exc}") from None
+
+
+def _validate(model: type[WorkerRow] | type[TaskRow], row: Any) -> Any:
+    try:
+        return model.model_validate(row)
+    except ValidationError as exc:
+        raise DashboardError(f"unexpected {model.__name__} from the dashboard: {exc}") from None

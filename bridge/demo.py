@@ -1,0 +1,146 @@
+"""``raydap demo``: a whole session on one machine, for a first look.
+
+Starts a local Ray head (unless one is given), the bridge, and ``examples/demo_job.py``, whose
+three workers pause; then says how to attach. ``--headless`` plays the person too: it attaches
+to each paused worker through the bridge, prints its stack and locals, continues it, and
+succeeds only if the job finishes with the right results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+
+from bridge.cluster import ClusterNotFound, dashboard_url
+from bridge.dap_client import DapClient
+from bridge.local_ray import LocalRay
+from bridge.render import breakpoints_table
+from bridge.server import Bridge, ServeConfig
+
+DEMO_JOB = Path(__file__).resolve().parents[1] / "examples" / "demo_job.py"
+EXPECTED_PAUSES = 3
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+async def run_demo(*, headless: bool, port: int, dap_port: int, timeout: float = 120.0) -> int:
+    if not DEMO_JOB.exists():
+        say(f"raydap demo needs the example job at {DEMO_JOB} (run it from a raydap checkout)")
+        return 2
+    local: LocalRay | None = None
+    address = os.environ.get("RAY_ADDRESS")
+    try:
+        if address:
+            url = dashboard_url(address, None)
+        else:
+            say("starting a local Ray head (loopback, temporary directory) ...")
+            local = await asyncio.to_thread(LocalRay().start)
+            address, url = local.address, local.dashboard_url
+            say(f"Ray head at {address}, dashboard {url}")
+        return await _with_cluster(address, url, headless, port, dap_port, timeout)
+    except ClusterNotFound as exc:
+        say(str(exc))
+        return 2
+    finally:
+        if local is not None:
+            say("stopping the local Ray head ...")
+            await asyncio.to_thread(local.stop)
+
+
+async def _with_cluster(
+    address: str, url: str, headless: bool, port: int, dap_port: int, timeout: float
+) -> int:
+    bridge = Bridge(ServeConfig(dashboard_url=url, port=port, dap_port=dap_port))
+    await bridge.start()
+    http_host, http_port = bridge.http_address
+    dap_host, dap_port = bridge.dap_address
+    say(f"raydap bridge: HTTP http://{http_host}:{http_port}, DAP {dap_host}:{dap_port}")
+    log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"raydap-demo-job-{os.getpid()}.log"
+    with open(log_path, "wb") as log:
+        job = await asyncio.create_subprocess_exec(
+            sys.executable, str(DEMO_JOB),
+            env=dict(os.environ, RAY_ADDRESS=address), stdout=log, stderr=log,
+        )  # fmt: skip
+    try:
+        say(f"running {DEMO_JOB.name} (its output: {log_path}) ...")
+        if not await _wait_for_pauses(bridge, job, timeout):
+            say(f"the demo job did not pause as expected; see {log_path}")
+            return 1
+        records = [r.model_dump(mode="json") for r in bridge.registry.records()]
+        say("\n" + breakpoints_table(records) + "\n")
+        if headless:
+            for record in bridge.registry.records():
+                await _inspect_and_continue(record.id, dap_host, dap_port)
+        else:
+            _explain(http_port, dap_port, records[0]["id"])
+        code = await asyncio.wait_for(job.wait(), None if not headless else timeout)
+        output = log_path.read_text(errors="replace")
+        result = next((line for line in output.splitlines() if "demo job results" in line), "")
+        say(result or f"the demo job exited with {code}; see {log_path}")
+        return 0 if code == 0 and result.endswith("OK") else 1
+    finally:
+        if job.returncode is None:
+            job.terminate()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(job.wait(), 10)
+        await bridge.stop()
+
+
+async def _wait_for_pauses(bridge: Bridge, job: asyncio.subprocess.Process, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and job.returncode is None:
+        records = bridge.registry.records()
+        located = [r for r in records if r.state == "held" and r.location is not None]
+        if len(located) >= EXPECTED_PAUSES:
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+async def _inspect_and_continue(record_id: str, host: str, port: int) -> None:
+    client = await DapClient.connect(host, port)
+    try:
+        await client.attach(breakpoint=record_id)
+        stopped = await client.wait_event("stopped")
+        body = stopped.body or {}
+        thread_id = body["threadId"]
+        frames = (await client.request("stackTrace", {"threadId": thread_id})).body["stackFrames"]
+        say(f"[{record_id}] stopped ({body.get('reason')}"
+            + (f": {body.get('text')}: {body.get('description')}" if body.get("text") else "")
+            + ")")  # fmt: skip
+        for frame in frames[:4]:
+            path = (frame.get("source") or {}).get("path", "?")
+            say(f"    {frame['name']} at {path}:{frame['line']}")
+        scopes = (await client.request("scopes", {"frameId": frames[0]["id"]})).body["scopes"]
+        ref = scopes[0]["variablesReference"]
+        variables = (await client.request("variables", {"variablesReference": ref})).body
+        shown = [f"{v['name']}={v['value']}" for v in variables["variables"]
+                 if v.get("presentationHint", {}).get("kind") != "class"
+                 and not v["name"].endswith(" variables")]  # fmt: skip
+        say(f"    locals: {', '.join(shown)}")
+        await client.request("continue", {"threadId": thread_id})
+        say(f"[{record_id}] continued")
+    finally:
+        await client.close()
+
+
+def _explain(http_port: int, dap_port: int, example_id: str) -> None:
+    say(
+        f"""The three workers above are paused and held by the bridge. To attach:
+
+  terminal:   raydap list; raydap eval 'x' ; raydap continue {example_id}
+              (RAYDAP_URL=http://127.0.0.1:{http_port} if not the default port)
+  VS Code:    the raydap extension (vscode-ext/), or a launch.json entry of the stock
+              Python debugger: {{"type": "debugpy", "request": "attach",
+              "connect": {{"host": "127.0.0.1", "port": {dap_port}}}, "breakpoint": "{example_id}"}}
+  any DAP client: connect to 127.0.0.1:{dap_port} and send
+              {{"command": "attach", "arguments": {{"breakpoint": "{example_id}"}}}}
+
+The job finishes once all three are continued (raydap continue --all). Ctrl-C stops the demo."""
+    )

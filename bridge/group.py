@@ -1,0 +1,113 @@
+"""Commands over many held workers at once: continue, evaluate, snapshot.
+
+SPMD jobs (FSDP ranks, NCCL collectives) hang when one rank runs while the others stay paused,
+so these act on every matching worker concurrently rather than one after another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from adapter import AttachError, State, Upstream, UpstreamError
+
+from bridge.filters import WorkerFilter
+from bridge.holder import Holder
+
+
+def _stopped(holder: Holder, where: WorkerFilter) -> list[tuple[str, Upstream]]:
+    chosen = []
+    for record in holder.registry.records():
+        upstream = holder.upstreams.get(record.id)
+        if upstream and upstream.state is State.STOPPED and where.matches(record):
+            chosen.append((record.id, upstream))
+    return chosen
+
+
+async def continue_all(holder: Holder, where: WorkerFilter) -> list[str]:
+    """Resume every matching held worker at once; returns the ids resumed."""
+    ids = [rid for rid, _ in _stopped(holder, where)]
+    results = await asyncio.gather(*(holder.resume(rid) for rid in ids), return_exceptions=True)
+    return [rid for rid, result in zip(ids, results) if not isinstance(result, BaseException)]
+
+
+async def top_frame(upstream: Upstream, levels: int = 1) -> tuple[int, list[dict[str, Any]]]:
+    """The stopped thread's id and its top ``levels`` frames."""
+    stop = upstream.top_stop()
+    if stop is None:
+        raise AttachError(f"{upstream.name} is not stopped")
+    thread_id = int((stop.body or {}).get("threadId", 0))
+    response = await upstream.request(
+        "stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": levels}
+    )
+    frames = (response.body or {}).get("stackFrames") or [] if response.success else []
+    if not frames:
+        raise AttachError(f"{upstream.name} has no stack: {response.message}")
+    return thread_id, frames
+
+
+async def _evaluate_one(upstream: Upstream, expression: str) -> str:
+    _, frames = await top_frame(upstream)
+    response = await upstream.request(
+        "evaluate", {"expression": expression, "frameId": frames[0]["id"], "context": "repl"}
+    )
+    if not response.success:
+        raise AttachError(response.message or "evaluation failed")
+    return str((response.body or {}).get("result", ""))
+
+
+async def evaluate_all(
+    holder: Holder, expression: str, where: WorkerFilter
+) -> list[dict[str, str]]:
+    """Evaluate in the top frame of every matching paused worker, side by side."""
+    chosen = _stopped(holder, where)
+    outcomes = await asyncio.gather(
+        *(_evaluate_one(u, expression) for _, u in chosen), return_exceptions=True
+    )
+    results: list[dict[str, str]] = []
+    for (rid, _), outcome in zip(chosen, outcomes):
+        if isinstance(outcome, (AttachError, UpstreamError)):
+            results.append({"id": rid, "error": str(outcome)})
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        else:
+            results.append({"id": rid, "result": outcome})
+    return results
+
+
+async def _snapshot_one(upstream: Upstream, max_frames: int) -> dict[str, Any]:
+    thread_id, frames = await top_frame(upstream, max_frames)
+    scopes = await upstream.request("scopes", {"frameId": frames[0]["id"]})
+    local_vars: dict[str, str] = {}
+    for scope in (scopes.body or {}).get("scopes", [])[:1]:
+        variables = await upstream.request(
+            "variables", {"variablesReference": scope["variablesReference"]}
+        )
+        for var in (variables.body or {}).get("variables", []):
+            local_vars[str(var.get("name"))] = str(var.get("value"))
+    stack = [
+        {
+            "function": f.get("name"),
+            "path": (f.get("source") or {}).get("path"),
+            "line": f.get("line"),
+        }
+        for f in frames
+    ]
+    return {"thread_id": thread_id, "stack": stack, "locals": local_vars}
+
+
+async def snapshot(holder: Holder, where: WorkerFilter, max_frames: int = 50) -> list[dict[str, Any]]:
+    """Stacks and top-frame locals of every matching held worker."""
+    chosen = _stopped(holder, where)
+    outcomes = await asyncio.gather(
+        *(_snapshot_one(u, max_frames) for _, u in chosen), return_exceptions=True
+    )
+    out: list[dict[str, Any]] = []
+    for (rid, _), outcome in zip(chosen, outcomes):
+        if isinstance(outcome, (AttachError, UpstreamError)):
+            out.append({"id": rid, "error": str(outcome)})
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        else:
+            out.append({"id": rid, **outcome})
+    return out

@@ -1,0 +1,249 @@
+"""Holds paused workers: the bridge is each one's single debugpy client.
+
+Holding keeps the worker paused with the bridge attached, so editors attach instantly and
+successive breakpoints arrive on the same connection. The policy lives here: a worker resumed
+with nobody watching is detached so it runs at full speed (its next ``breakpoint()`` is then
+discovered afresh), a worker nobody touched for ``hold_timeout`` is resumed, and a worker that
+goes away leaves the registry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
+
+from bridge.discovery import PausedWorker
+from bridge.records import BreakpointRecord, ExceptionInfo, Location
+from bridge.registry import LookupFailed, Registry
+
+log = logging.getLogger(__name__)
+
+#: How long an attach waits for a worker that is still being held (handshake in progress).
+ATTACH_WAIT = 15.0
+#: How long a worker whose hold failed is left alone before discovery may try again.
+RETRY_AFTER = 2.0
+
+
+def exception_type(text: object) -> str:
+    """debugpy's stopped ``text`` is the type name, sometimes with a "(note: ...)" after it."""
+    name = str(text or "").split("(note:", 1)[0].strip()
+    return name or "Exception"
+
+
+def record_id(worker_id: str) -> str:
+    """Short, stable and unique enough: 48 bits of the worker id (prefixes work too)."""
+    return worker_id[:12]
+
+
+class Holder:
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        handshake_timeout: float = 10.0,
+        request_timeout: float = 30.0,
+        hold_timeout: float | None = None,
+    ) -> None:
+        self.registry = registry
+        self.handshake_timeout = handshake_timeout
+        self.request_timeout = request_timeout
+        self.hold_timeout = hold_timeout
+        self.upstreams: dict[str, Upstream] = {}
+        self._holding: dict[str, asyncio.Future[Upstream]] = {}
+        self._failed_at: dict[str, float] = {}
+        self._touched: dict[str, float] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- discovery side ---------------------------------------------------------------------
+
+    def is_known(self, worker_id: str) -> bool:
+        rid = record_id(worker_id)
+        if rid in self.registry:
+            return True
+        failed = self._failed_at.get(rid)
+        return failed is not None and time.monotonic() - failed < RETRY_AFTER
+
+    def hold(self, paused: PausedWorker) -> None:
+        """Start holding a newly discovered worker (returns at once)."""
+        worker, task = paused.worker, paused.task
+        name = (task.name or task.func_or_class_name) if task else None
+        actor_class = name.split(".", 1)[0] if task and task.actor_id and name else None
+        record = BreakpointRecord(
+            id=record_id(worker.worker_id),
+            job_id=task.job_id if task else None,
+            task_name=name,
+            actor_id=task.actor_id if task else None,
+            actor_class=actor_class,
+            node_id=worker.node_id,
+            node_ip=worker.ip,
+            pid=worker.pid,
+            worker_id=worker.worker_id,
+            debugger_port=worker.debugger_port,
+            paused_since=paused.seen_at,
+        )
+        self.registry.put(record)
+        self._holding[record.id] = asyncio.get_running_loop().create_future()
+        self._spawn(self._hold(record))
+
+    async def _hold(self, record: BreakpointRecord) -> None:
+        assert record.debugger_port is not None
+        waiter = self._holding[record.id]
+        try:
+            channel = await open_tcp_channel(record.node_ip, record.debugger_port)
+            upstream = Upstream(
+                channel,
+                name=record.label,
+                request_timeout=self.request_timeout,
+                on_change=lambda u: self._changed(record.id, u),
+            )
+            try:
+                await upstream.handshake(timeout=self.handshake_timeout)
+            except BaseException:
+                await upstream.close("handshake failed")
+                raise
+        except (OSError, UpstreamError, TimeoutError) as exc:
+            log.warning("could not hold %s: %r", record.label, exc)
+            self._failed_at[record.id] = time.monotonic()
+            self.registry.remove(record.id)
+            waiter.set_exception(AttachError(f"could not attach to {record.label}: {exc!r}"))
+            waiter.exception()  # retrieved: nobody may be waiting
+            return
+        finally:
+            self._holding.pop(record.id, None)
+        self.upstreams[record.id] = upstream
+        self._touched[record.id] = time.monotonic()
+        log.info("holding %s (%s)", record.id, record.label)
+        waiter.set_result(upstream)
+        self._changed(record.id, upstream)
+
+    # -- keeping the record current ---------------------------------------------------------
+
+    def _changed(self, rid: str, upstream: Upstream) -> None:
+        if self.upstreams.get(rid) is not upstream:
+            return  # still in the handshake: _hold reports once it is done
+        record = self.registry.get(rid)
+        if upstream.state is State.CLOSED:
+            self.upstreams.pop(rid, None)
+            self._touched.pop(rid, None)
+            self.registry.remove(rid)
+            log.info("released %s: %s", rid, upstream.close_reason)
+            return
+        if record is None:
+            return
+        if upstream.state is State.RUNNING and not upstream.clients:
+            self._spawn(upstream.detach())
+        state = "held" if upstream.state is State.STOPPED else "running"
+        update: dict[str, Any] = {"state": state, "clients": len(upstream.clients)}
+        stop = upstream.top_stop()
+        if state == "held" and record.state != "held" and stop is not None:
+            update["paused_since"] = time.time()
+            body = stop.body if isinstance(stop.body, dict) else {}
+            if body.get("reason") == "exception":
+                update["kind"] = "exception"
+                update["exception"] = ExceptionInfo(
+                    type=exception_type(body.get("text")),
+                    message=str(body.get("description") or ""),
+                )
+            else:
+                update["kind"], update["exception"] = "breakpoint", None
+            update["location"] = None
+            self._spawn(self._locate(rid, upstream, body.get("threadId")))
+        self.registry.put(record.model_copy(update=update))
+
+    async def _locate(self, rid: str, upstream: Upstream, thread_id: object) -> None:
+        """Ask the worker for its top frame, so lists can show file:line and function."""
+        if not isinstance(thread_id, int):
+            return
+        try:
+            response = await upstream.request(
+                "stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": 1}
+            )
+        except UpstreamError:
+            return
+        frames = (response.body or {}).get("stackFrames") or [] if response.success else []
+        record = self.registry.get(rid)
+        if not frames or record is None:
+            return
+        top = frames[0]
+        location = Location(
+            path=str((top.get("source") or {}).get("path") or "<unknown>"),
+            line=int(top.get("line") or 0),
+            function=str(top.get("name") or "?"),
+        )
+        self.registry.put(record.model_copy(update={"location": location}))
+
+    # -- client side ------------------------------------------------------------------------
+
+    async def resolve(self, arguments: dict[str, Any]) -> Upstream:
+        """The held worker an attach request names by ``breakpoint`` id or id prefix."""
+        wanted = arguments.get("breakpoint")
+        if not isinstance(wanted, str) or not wanted:
+            raise AttachError(
+                'name the paused worker to attach to: "breakpoint": "<id>" '
+                "(`raydap list` shows the ids)"
+            )
+        return await self.upstream_for(wanted)
+
+    async def upstream_for(self, id_or_prefix: str) -> Upstream:
+        try:
+            record = self.registry.resolve(id_or_prefix)
+        except LookupFailed as exc:
+            raise AttachError(str(exc)) from None
+        if record.kind == "legacy-pdb":
+            raise AttachError(
+                f"{record.id} is a legacy pdb breakpoint (RAY_DEBUG=legacy): use `ray debug`, "
+                "or run the job with the default RAY_DEBUG=1 to debug it through raydap"
+            )
+        upstream = self.upstreams.get(record.id)
+        if upstream is None and record.id in self._holding:
+            with contextlib.suppress(TimeoutError):
+                upstream = await asyncio.wait_for(
+                    asyncio.shield(self._holding[record.id]), ATTACH_WAIT
+                )
+        if upstream is None or upstream.state is State.CLOSED:
+            raise AttachError(f"worker {record.id} is no longer paused")
+        self._touched[record.id] = time.monotonic()
+        return upstream
+
+    async def resume(self, id_or_prefix: str) -> str:
+        """Continue every stopped thread of one held worker; returns its id."""
+        upstream = await self.upstream_for(id_or_prefix)
+        rid = next(r for r, u in self.upstreams.items() if u is upstream)
+        stop = upstream.top_stop()
+        if stop is None:
+            raise AttachError(f"worker {rid} is already running")
+        thread_id = (stop.body or {}).get("threadId", 0)
+        response = await upstream.request("continue", {"threadId": thread_id})
+        if not response.success:
+            raise AttachError(f"worker {rid} refused to continue: {response.message}")
+        return rid
+
+    # -- upkeep -----------------------------------------------------------------------------
+
+    async def expire(self) -> None:
+        """Resume workers nobody touched for ``hold_timeout`` seconds (if set)."""
+        if self.hold_timeout is None:
+            return
+        now = time.monotonic()
+        for rid, upstream in list(self.upstreams.items()):
+            idle = now - self._touched.get(rid, now)
+            if upstream.state is State.STOPPED and not upstream.clients and idle > self.hold_timeout:
+                log.info("hold timeout: resuming %s after %.0f s untouched", rid, idle)
+                with contextlib.suppress(AttachError, UpstreamError):
+                    await self.resume(rid)
+
+    async def close(self) -> None:
+        """Detach from every worker (they resume) and stop background work."""
+        await asyncio.gather(*(u.detach() for u in list(self.upstreams.values())))
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -1,0 +1,136 @@
+"""A throwaway single-node Ray head on loopback, for ``raydap demo`` and the tests.
+
+``ray start --head --block`` runs in a new session, so the head and every process it starts
+share its process group; stopping signals that group by the id of the process we started and
+touches no other Ray on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalRay:
+    def __init__(self, num_cpus: int = 4, startup_timeout: float = 60.0) -> None:
+        self.num_cpus = num_cpus
+        self.startup_timeout = startup_timeout
+        self.gcs_port = free_port()
+        self.dashboard_port = free_port()
+        # Short: Ray's socket paths under the temp dir must stay under 107 characters.
+        self.temp_dir = Path(tempfile.mkdtemp(prefix="rdp", dir="/tmp"))
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.gcs_port}"
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard_port}"
+
+    def start(self) -> LocalRay:
+        ray = Path(sys.executable).with_name("ray")
+        command = [
+            str(ray) if ray.exists() else "ray",
+            "start", "--head", "--block",
+            "--node-ip-address=127.0.0.1",
+            f"--port={self.gcs_port}",
+            "--include-dashboard=true",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={self.dashboard_port}",
+            f"--temp-dir={self.temp_dir}",
+            f"--num-cpus={self.num_cpus}",
+            "--disable-usage-stats",
+        ]  # fmt: skip
+        log = open(self.temp_dir / "ray-start.log", "wb")  # noqa: SIM115 (kept for the process)
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+        self.process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
+        )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        url = f"{self.dashboard_url}/api/v0/nodes?detail=1"
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                log = (self.temp_dir / "ray-start.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"ray start exited with {self.process.returncode}:\n{log}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    nodes = json.loads(response.read())["data"]["result"]["result"]
+                if any(node.get("state") == "ALIVE" for node in nodes):
+                    return
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.25)
+        raise TimeoutError(f"Ray head not ready within {self.startup_timeout:g} s")
+
+    def stop(self) -> None:
+        """Stop the head and everything it started (by process group), then remove its files."""
+        process, self.process = self.process, None
+        if process is not None:
+            for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(process.pid, sig)
+                except ProcessLookupError:
+                    break
+                deadline = time.monotonic() + wait
+                while time.monotonic() < deadline and _group_alive(process.pid):
+                    process.poll()
+                    time.sleep(0.1)
+                if not _group_alive(process.pid):
+                    break
+            process.wait(timeout=5)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalRay:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    # A zombie leader keeps the group "alive" until reaped; count only live members.
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False

@@ -1,0 +1,49 @@
+"""What the bridge knows of one paused worker: the record every interface shows."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+Kind = Literal["breakpoint", "exception", "legacy-pdb"]
+RecordState = Literal["discovered", "held", "running", "failed"]
+
+
+class Location(BaseModel):
+    path: str
+    line: int
+    function: str
+
+
+class ExceptionInfo(BaseModel):
+    type: str
+    message: str
+
+
+class BreakpointRecord(BaseModel):
+    """A paused worker. ``id`` is stable for the worker's life, so a person can keep using it
+    across that worker's successive breakpoints."""
+
+    id: str
+    kind: Kind = "breakpoint"
+    state: RecordState = "discovered"
+    job_id: str | None = None
+    task_name: str | None = None
+    actor_id: str | None = None
+    actor_class: str | None = None
+    node_id: str | None = None
+    node_ip: str
+    pid: int | None = None
+    worker_id: str | None = None
+    debugger_port: int | None = None
+    paused_since: float
+    location: Location | None = None
+    exception: ExceptionInfo | None = None
+    clients: int = 0
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How a person names this worker: task or Actor.method, and where it runs."""
+        return f"{self.task_name or 'worker'} (pid {self.pid} on {self.node_ip})"

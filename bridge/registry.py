@@ -1,0 +1,90 @@
+"""The paused workers the bridge knows of, with a feed of every change.
+
+Interfaces read the registry; discovery and the holder write it. Every change is published to
+subscribers (the events WebSocket, ``raydap list --watch``) so nobody has to poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Literal
+
+from bridge.records import BreakpointRecord
+
+ChangeKind = Literal["added", "updated", "removed"]
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: ChangeKind
+    record: BreakpointRecord
+
+
+class LookupFailed(LookupError):
+    """An id that names no worker, or more than one."""
+
+
+class Registry:
+    def __init__(self, max_queued_changes: int = 10_000) -> None:
+        self._records: dict[str, BreakpointRecord] = {}
+        self._subscribers: set[asyncio.Queue[Change]] = set()
+        self._max_queued = max_queued_changes
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __contains__(self, record_id: str) -> bool:
+        return record_id in self._records
+
+    def records(self) -> list[BreakpointRecord]:
+        """All records, longest paused first."""
+        return sorted(self._records.values(), key=lambda r: (r.paused_since, r.id))
+
+    def get(self, record_id: str) -> BreakpointRecord | None:
+        return self._records.get(record_id)
+
+    def resolve(self, id_or_prefix: str) -> BreakpointRecord:
+        """The one record whose id starts with ``id_or_prefix``."""
+        if not id_or_prefix:
+            raise LookupFailed("no breakpoint id given; `raydap list` shows them")
+        exact = self._records.get(id_or_prefix)
+        if exact is not None:
+            return exact
+        matches = [r for r in self._records.values() if r.id.startswith(id_or_prefix)]
+        if not matches:
+            raise LookupFailed(
+                f"no paused worker with id {id_or_prefix!r}; `raydap list` shows the current ones"
+            )
+        if len(matches) > 1:
+            ids = ", ".join(sorted(r.id for r in matches))
+            raise LookupFailed(f"id {id_or_prefix!r} is ambiguous ({ids}); give more characters")
+        return matches[0]
+
+    def put(self, record: BreakpointRecord) -> None:
+        """Add or replace a record; publishes only when something changed."""
+        old = self._records.get(record.id)
+        if old == record:
+            return
+        self._records[record.id] = record
+        self._publish(Change("added" if old is None else "updated", record))
+
+    def remove(self, record_id: str) -> None:
+        record = self._records.pop(record_id, None)
+        if record is not None:
+            self._publish(Change("removed", record))
+
+    def subscribe(self) -> asyncio.Queue[Change]:
+        queue: asyncio.Queue[Change] = asyncio.Queue()
+        self._subscribers.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[Change]) -> None:
+        self._subscribers.discard(queue)
+
+    def _publish(self, change: Change) -> None:
+        for queue in list(self._subscribers):
+            if queue.qsize() >= self._max_queued:
+                self._subscribers.discard(queue)  # a subscriber that stopped reading
+            else:
+                queue.put_nowait(change)

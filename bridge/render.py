@@ -1,0 +1,60 @@
+"""Plain-text views of paused workers for the terminal."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _short_path(path: str, width: int = 40) -> str:
+    return path if len(path) <= width else "…" + path[-(width - 1) :]
+
+
+def breakpoint_rows(records: list[dict[str, Any]], now: float | None = None) -> list[list[str]]:
+    now = time.time() if now is None else now
+    rows = []
+    for r in records:
+        where = r.get("location") or {}
+        kind = r.get("kind", "")
+        if r.get("exception"):
+            kind = f"{kind}: {r['exception']['type']}"
+        rows.append(
+            [
+                r["id"],
+                kind,
+                r.get("job_id") or "-",
+                r.get("task_name") or "-",
+                r.get("node_ip") or "-",
+                str(r.get("pid") or "-"),
+                f"{_short_path(where['path'])}:{where['line']}" if where else "-",
+                where.get("function", "-") if where else "-",
+                duration(now - float(r.get("paused_since") or now)),
+                str(r.get("clients", 0)),
+            ]
+        )
+    return rows
+
+
+HEADERS = ["ID", "KIND", "JOB", "TASK", "NODE", "PID", "LOCATION", "FUNCTION", "PAUSED", "CLIENTS"]
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def breakpoints_table(records: list[dict[str, Any]]) -> str:
+    if not records:
+        return "no paused workers"
+    return table(HEADERS, breakpoint_rows(records))

@@ -1,0 +1,101 @@
+"""``raydap serve``: discovery, holder, HTTP API and DAP listener, wired together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from adapter import bridge_capabilities
+from aiohttp import web
+
+from bridge.dap_listener import DapListener
+from bridge.dashboard import DashboardClient
+from bridge.discovery import Discovery
+from bridge.holder import Holder
+from bridge.http_api import make_app
+from bridge.registry import Registry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServeConfig:
+    dashboard_url: str
+    host: str = "127.0.0.1"
+    port: int = 7800
+    dap_port: int = 7801
+    poll_interval: float = 0.1
+    hold_timeout: float | None = None
+    request_timeout: float = 30.0
+
+
+class Bridge:
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.registry = Registry()
+        self.holder = Holder(
+            self.registry,
+            request_timeout=config.request_timeout,
+            hold_timeout=config.hold_timeout,
+        )
+        self.dashboard = DashboardClient(config.dashboard_url)
+        self.discovery = Discovery(
+            self.dashboard,
+            on_paused=self.holder.hold,
+            is_known=self.holder.is_known,
+            interval=config.poll_interval,
+        )
+        self.dap = DapListener(self.holder.resolve, self.capabilities)
+        self.http_address: tuple[str, int] = ("", 0)
+        self.dap_address: tuple[str, int] = ("", 0)
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def capabilities(self) -> dict[str, Any]:
+        held = next(iter(self.holder.upstreams.values()), None)
+        return bridge_capabilities(held.capabilities if held else None)
+
+    def status(self) -> dict[str, Any]:
+        """What ``/healthz`` says: degraded while discovery cannot reach the dashboard."""
+        status: dict[str, Any] = {
+            "status": "ok" if self.discovery.healthy else "degraded",
+            "held": len(self.holder.upstreams),
+            "dap_port": self.dap_address[1],
+        }
+        if not self.discovery.healthy:
+            status["reason"] = self.discovery.problem
+        return status
+
+    async def start(self) -> None:
+        """Bind both listeners and start discovering; returns once they accept connections."""
+        self._runner = web.AppRunner(make_app(self.holder, self.status), access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.config.host, self.config.port).start()
+        bound = self._runner.addresses[0]
+        self.http_address = (str(bound[0]), int(bound[1]))
+        self.dap_address = await self.dap.start(self.config.host, self.config.dap_port)
+        self._tasks = [
+            asyncio.create_task(self.discovery.run(), name="discovery"),
+            asyncio.create_task(self._expire_loop(), name="hold timeout"),
+        ]
+
+    async def _expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            await self.holder.expire()
+
+    async def stop(self) -> None:
+        """Stop listening and detach from every worker, so they all run on."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.dap.close()
+        await self.holder.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.dashboard.close()

@@ -1,0 +1,29 @@
+"""Sans-I/O Debug Adapter Protocol: bytes in, messages out. No sockets, no asyncio."""
+
+from protocol.codec import Decoder, Limits, encode
+from protocol.errors import ProtocolError
+from protocol.messages import (
+    Event,
+    Message,
+    Request,
+    Response,
+    error_response,
+    event,
+    parse_message,
+    response_to,
+)
+
+__all__ = [
+    "Decoder",
+    "Event",
+    "Limits",
+    "Message",
+    "ProtocolError",
+    "Request",
+    "Response",
+    "encode",
+    "error_response",
+    "event",
+    "parse_message",
+    "response_to",
+]
