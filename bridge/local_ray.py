@@ -7,6 +7,7 @@ touches no other Ray on the machine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -88,20 +89,10 @@ class LocalRay:
         raise TimeoutError(f"Ray head not ready within {self.startup_timeout:g} s")
 
     def stop(self) -> None:
-        """Stop the head and everything it started (by process group), then remove its files."""
+        """Stop the head and everything it started, then remove its files."""
         process, self.process = self.process, None
         if process is not None:
-            for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-                try:
-                    os.killpg(process.pid, sig)
-                except ProcessLookupError:
-                    break
-                deadline = time.monotonic() + wait
-                while time.monotonic() < deadline and _group_alive(process.pid):
-                    process.poll()
-                    time.sleep(0.1)
-                if not _group_alive(process.pid):
-                    break
+            stop_process_tree(process.pid)
             process.wait(timeout=5)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
@@ -112,25 +103,42 @@ class LocalRay:
         self.stop()
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return True
-    # A zombie leader keeps the group "alive" until reaped; count only live members.
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
+def _process_table() -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, session id, state) of every process, from /proc."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            table[int(entry.name)] = (int(fields[1]), int(fields[3]), fields[0])
+    return table
+
+
+def process_tree(root: int) -> set[int]:
+    """Live processes that belong to ``root``: its session (Ray gives each worker a process
+    group of its own, but not a session) and, transitively, their children (debugpy's adapter
+    starts a session of its own under its worker)."""
+    table = _process_table()
+    members = {pid for pid, (_, sid, _) in table.items() if sid == root or pid == root}
+    grew = True
+    while grew:
+        children = {pid for pid, (ppid, _, _) in table.items() if ppid in members} - members
+        members |= children
+        grew = bool(children)
+    return {pid for pid in members if table[pid][2] != "Z"}
+
+
+def stop_process_tree(root: int, grace: float = 15.0) -> None:
+    """SIGTERM ``root`` and every process of its tree, then SIGKILL what is left."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        pids = process_tree(root)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and process_tree(root) & pids:
+            time.sleep(0.1)
