@@ -80,6 +80,7 @@ class Upstream:
         self._first_stop = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
         self._detaching = False
+        self._closer: asyncio.Task[None] | None = None
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -132,7 +133,7 @@ class Upstream:
         if self.state is State.CLOSED:
             return
         self._detaching = True
-        with contextlib.suppress(UpstreamError, TimeoutError):
+        with contextlib.suppress(UpstreamError, asyncio.TimeoutError):
             await self.request("disconnect", {"terminateDebuggee": False}, timeout=2.0)
         await self.close("detached")
 
@@ -164,13 +165,13 @@ class Upstream:
         try:
             await self.channel.send(message, seq)
             response = await asyncio.wait_for(future, timeout or self.request_timeout)
-        except (ConnectionError, OSError) as exc:
-            raise UpstreamClosed(f"worker {self.name} is gone: {exc}") from None
-        except TimeoutError:
+        except asyncio.TimeoutError:  # before OSError: TimeoutError is one since 3.11
             raise UpstreamError(
                 f"worker {self.name} did not answer {command!r} within "
                 f"{timeout or self.request_timeout:g} s"
             ) from None
+        except (ConnectionError, OSError) as exc:
+            raise UpstreamClosed(f"worker {self.name} is gone: {exc!r}") from None
         finally:
             self._pending.pop(seq, None)
         if response.success and command in RESUMING_COMMANDS:
@@ -222,6 +223,11 @@ class Upstream:
             self.stops.pop(body.get("threadId"), None)  # type: ignore[arg-type]
         elif name == "process":
             self.process_event = message
+        elif name == "terminated":
+            # debugpy's adapter says so when the worker process dies, but keeps the socket
+            # open: the worker is gone all the same.
+            self._closer = asyncio.create_task(self.close("the worker process exited"))
+            return
         if name in _PRIVATE_EVENTS or (
             name == "output" and body.get("category") == "telemetry"
         ):

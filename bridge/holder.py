@@ -106,7 +106,7 @@ class Holder:
             except BaseException:
                 await upstream.close("handshake failed")
                 raise
-        except (OSError, UpstreamError, TimeoutError) as exc:
+        except (OSError, UpstreamError, asyncio.TimeoutError) as exc:
             log.warning("could not hold %s: %r", record.label, exc)
             self._failed_at[record.id] = time.monotonic()
             self.registry.remove(record.id)
@@ -201,7 +201,7 @@ class Holder:
             )
         upstream = self.upstreams.get(record.id)
         if upstream is None and record.id in self._holding:
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(asyncio.TimeoutError):
                 upstream = await asyncio.wait_for(
                     asyncio.shield(self._holding[record.id]), ATTACH_WAIT
                 )

@@ -1,0 +1,144 @@
+"""Client sessions relayed to a real debugpy: sharing, late join, bad input, worker loss."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+from adapter import State
+from bridge.dap_client import DapClient
+
+from tests.conftest import Connect
+from tests.integration.adapter.conftest import Debuggee, Relay
+
+
+async def top_frame(client: DapClient, thread_id: int) -> dict:  # type: ignore[type-arg]
+    response = await client.request("stackTrace", {"threadId": thread_id})
+    return response.body["stackFrames"][0]  # type: ignore[no-any-return]
+
+
+async def evaluate(client: DapClient, frame_id: int, expression: str) -> str:
+    response = await client.request(
+        "evaluate", {"expression": expression, "frameId": frame_id, "context": "repl"}
+    )
+    return str(response.body["result"])
+
+
+async def test_the_hold_learns_where_the_worker_stopped(relay: Relay) -> None:
+    stop = relay.upstream.top_stop()
+    assert stop is not None and stop.body["reason"] == "breakpoint"
+    assert relay.upstream.state is State.STOPPED
+
+
+async def test_two_clients_share_a_worker_and_both_see_its_next_stop(
+    relay: Relay, dap_connect: Connect, debuggee: Debuggee
+) -> None:
+    alice = await dap_connect(relay.host, relay.port)
+    bob = await dap_connect(relay.host, relay.port)
+    await alice.attach(breakpoint="w1")
+    await bob.attach(breakpoint="w1")
+    thread_id = (await alice.wait_event("stopped")).body["threadId"]
+    assert (await bob.wait_event("stopped")).body["threadId"] == thread_id  # replayed to bob
+
+    frame = await top_frame(alice, thread_id)
+    assert frame["name"] == "work"
+    assert await evaluate(bob, frame["id"], "total") == "40"
+
+    await alice.request("continue", {"threadId": thread_id})
+    continued = await bob.wait_event("continued")
+    assert continued.body["threadId"] == thread_id
+    await alice.wait_event("stopped")
+    await bob.wait_event("stopped")  # the second breakpoint, with no reattach
+    frame = await top_frame(bob, thread_id)
+    assert frame["line"] > (await top_frame(alice, thread_id))["line"] - 1
+    assert await evaluate(alice, frame["id"], "total") == "41"
+    await bob.request("continue", {"threadId": thread_id})
+    assert debuggee.result_line() == "result 41"
+
+
+async def test_a_client_that_disconnects_leaves_the_worker_paused_for_the_next(
+    relay: Relay, dap_connect: Connect
+) -> None:
+    first = await dap_connect(relay.host, relay.port)
+    await first.attach(breakpoint="w1")
+    thread_id = (await first.wait_event("stopped")).body["threadId"]
+    line = (await top_frame(first, thread_id))["line"]
+    await first.close()
+    await asyncio.sleep(0.2)
+    assert relay.upstream.state is State.STOPPED
+    assert not relay.upstream.clients
+
+    late = await dap_connect(relay.host, relay.port)
+    await late.attach(breakpoint="w1")
+    stopped = await late.wait_event("stopped")
+    assert stopped.body["threadId"] == thread_id
+    assert (await top_frame(late, thread_id))["line"] == line
+
+
+async def test_bad_bytes_close_only_that_connection(relay: Relay, dap_connect: Connect) -> None:
+    good = await dap_connect(relay.host, relay.port)
+    await good.attach(breakpoint="w1")
+    thread_id = (await good.wait_event("stopped")).body["threadId"]
+
+    reader, writer = await asyncio.open_connection(relay.host, relay.port)
+    body = b'{"seq": 3, "type": "request", "command": 1}'
+    writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    answer = await asyncio.wait_for(reader.read(), 5)  # read until the bridge closes
+    assert b'"request_seq":3' in answer and b'"success":false' in answer
+    writer.close()
+
+    reader, writer = await asyncio.open_connection(relay.host, relay.port)
+    writer.write(b"Content-Length: nope\r\n\r\n")
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+
+    frame = await top_frame(good, thread_id)
+    assert await evaluate(good, frame["id"], "n") == "20"
+
+
+async def test_requests_out_of_order_get_errors_that_say_what_to_do(
+    relay: Relay, dap_connect: Connect
+) -> None:
+    client = await dap_connect(relay.host, relay.port)
+    early = await client.request("threads", check=False)
+    assert not early.success and "initialize" in (early.message or "")
+    await client.request("initialize", {"adapterID": "test"})
+    launch = await client.request("launch", {}, check=False)
+    assert not launch.success and '"request": "attach"' in (launch.message or "")
+    unknown = await client.request("attach", {"breakpoint": "nope"}, check=False)
+    assert not unknown.success and "'nope'" in (unknown.message or "")
+    await client.request("attach", {"breakpoint": "w1"})
+    again = await client.request("attach", {"breakpoint": "w1"}, check=False)
+    assert not again.success and "already attached" in (again.message or "")
+    terminate = await client.request("terminate", check=False)
+    assert not terminate.success and "does not kill" in (terminate.message or "")
+
+
+async def test_worker_exit_ends_the_session_with_terminated(
+    relay: Relay, dap_connect: Connect, debuggee: Debuggee
+) -> None:
+    client = await dap_connect(relay.host, relay.port)
+    await client.attach(breakpoint="w1")
+    await client.wait_event("stopped")
+    debuggee.process.kill()
+    await client.wait_event("terminated", timeout=10)
+    output = await client.wait_event("output")
+    assert "w1" in output.body["output"]
+    assert relay.upstream.state is State.CLOSED
+
+
+async def test_a_worker_that_stops_answering_fails_the_request_not_the_session(
+    relay: Relay, dap_connect: Connect, debuggee: Debuggee
+) -> None:
+    client = await dap_connect(relay.host, relay.port)
+    await client.attach(breakpoint="w1")
+    thread_id = (await client.wait_event("stopped")).body["threadId"]
+    os.kill(debuggee.process.pid, signal.SIGSTOP)
+    try:
+        frozen = await client.request("threads", check=False, timeout=10)
+        assert not frozen.success and "did not answer 'threads' within 2 s" in (frozen.message or "")
+    finally:
+        os.kill(debuggee.process.pid, signal.SIGCONT)
+    frame = await top_frame(client, thread_id)
+    assert frame["name"] == "work"

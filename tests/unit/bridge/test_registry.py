@@ -1,0 +1,87 @@
+import time
+
+import pytest
+from bridge.filters import WorkerFilter
+from bridge.records import BreakpointRecord
+from bridge.registry import LookupFailed, Registry
+
+
+def record(rid: str, **fields: object) -> BreakpointRecord:
+    values: dict[str, object] = {"id": rid, "node_ip": "10.0.0.1", "paused_since": time.time()}
+    values.update(fields)
+    return BreakpointRecord.model_validate(values)
+
+
+def test_resolve_accepts_a_unique_prefix() -> None:
+    registry = Registry()
+    registry.put(record("abc123"))
+    registry.put(record("abd456"))
+    assert registry.resolve("abc").id == "abc123"
+    assert registry.resolve("abd456").id == "abd456"
+
+
+def test_resolve_names_the_problem() -> None:
+    registry = Registry()
+    registry.put(record("abc123"))
+    registry.put(record("abd456"))
+    with pytest.raises(LookupFailed, match=r"'ab' is ambiguous \(abc123, abd456\)"):
+        registry.resolve("ab")
+    with pytest.raises(LookupFailed, match="no paused worker with id 'zz'.*raydap list"):
+        registry.resolve("zz")
+    with pytest.raises(LookupFailed, match="no breakpoint id given"):
+        registry.resolve("")
+
+
+async def test_subscribers_see_each_real_change_once() -> None:
+    registry = Registry()
+    feed = registry.subscribe()
+    first = record("a1", paused_since=1.0)
+    registry.put(first)
+    registry.put(first.model_copy())  # equal: no change
+    registry.put(first.model_copy(update={"clients": 1}))
+    registry.remove("a1")
+    registry.remove("a1")  # already gone: no change
+    changes = [feed.get_nowait() for _ in range(feed.qsize())]
+    assert [(c.kind, c.record.clients) for c in changes] == [
+        ("added", 0),
+        ("updated", 1),
+        ("removed", 1),
+    ]
+
+
+async def test_a_subscriber_that_stops_reading_is_dropped_not_buffered_forever() -> None:
+    registry = Registry(max_queued_changes=3)
+    stuck = registry.subscribe()
+    for i in range(10):
+        registry.put(record(f"r{i}"))
+    assert stuck.qsize() == 3
+    live = registry.subscribe()
+    registry.remove("r0")
+    assert live.qsize() == 1 and stuck.qsize() == 3
+
+
+def test_records_are_listed_longest_paused_first() -> None:
+    registry = Registry()
+    registry.put(record("new", paused_since=20.0))
+    registry.put(record("old", paused_since=10.0))
+    assert [r.id for r in registry.records()] == ["old", "new"]
+
+
+def test_filters_match_by_job_task_glob_actor_and_node() -> None:
+    trainer = record(
+        "t1", job_id="02000000", task_name="Trainer.step", actor_id="aa11", actor_class="Trainer",
+        node_id="ff00ee", node_ip="10.0.0.7",
+    )  # fmt: skip
+    assert WorkerFilter().matches(trainer)
+    assert WorkerFilter(job="02000000", task="Trainer.*").matches(trainer)
+    assert WorkerFilter(actor="Trainer").matches(trainer)
+    assert WorkerFilter(actor="aa11", node="ff0").matches(trainer)
+    assert WorkerFilter(node="10.0.0.7").matches(trainer)
+    assert not WorkerFilter(job="01000000").matches(trainer)
+    assert not WorkerFilter(task="rollout*").matches(trainer)
+    assert not WorkerFilter(node="10.0.0.8").matches(trainer)
+
+
+def test_filter_rejects_unknown_fields() -> None:
+    with pytest.raises(ValueError, match="extra"):
+        WorkerFilter.model_validate({"jobs": "x"})
