@@ -181,7 +181,7 @@ class Upstream:
     # -- events -----------------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
-        reason = "connection closed by the worker"
+        reason = "the worker exited (its debugger connection closed)"
         try:
             while (message := await self.channel.receive()) is not None:
                 if isinstance(message, Response):

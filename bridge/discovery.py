@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bridge.dashboard import DashboardClient, DashboardError, TaskRow, WorkerRow
+from bridge.dashboard import DashboardClient, DashboardError, WorkerRow
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +20,6 @@ class PausedWorker:
     """A worker waiting for a debugger, as discovery saw it."""
 
     worker: WorkerRow
-    task: TaskRow | None
     seen_at: float
 
 
@@ -61,9 +60,5 @@ class Discovery:
 
     async def poll_once(self) -> None:
         for worker in await self.dashboard.paused_workers():
-            if self._is_known(worker.worker_id):
-                continue
-            task = await self.dashboard.running_task(worker.worker_id)
-            if self._is_known(worker.worker_id):  # held while we asked about its task
-                continue
-            self._on_paused(PausedWorker(worker, task, time.time()))
+            if not self._is_known(worker.worker_id):
+                self._on_paused(PausedWorker(worker, time.time()))

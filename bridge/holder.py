@@ -13,10 +13,12 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
 
+from bridge.dashboard import DashboardError, TaskRow
 from bridge.discovery import PausedWorker
 from bridge.records import BreakpointRecord, ExceptionInfo, Location
 from bridge.registry import LookupFailed, Registry
@@ -27,6 +29,12 @@ log = logging.getLogger(__name__)
 ATTACH_WAIT = 15.0
 #: How long a worker whose hold failed is left alone before discovery may try again.
 RETRY_AFTER = 2.0
+#: Ray reports task events to the dashboard in batches about a second apart, so a task that
+#: just paused may not be listed yet: ask again this often, for this long.
+DESCRIBE_EVERY, DESCRIBE_FOR = 0.25, 10.0
+
+#: What the task running on a worker is (the dashboard's answer), or None if not known yet.
+Describe = Callable[[str], Awaitable[TaskRow | None]]
 
 
 def exception_type(text: object) -> str:
@@ -45,11 +53,13 @@ class Holder:
         self,
         registry: Registry,
         *,
+        describe: Describe | None = None,
         handshake_timeout: float = 10.0,
         request_timeout: float = 30.0,
         hold_timeout: float | None = None,
     ) -> None:
         self.registry = registry
+        self._describe = describe
         self.handshake_timeout = handshake_timeout
         self.request_timeout = request_timeout
         self.hold_timeout = hold_timeout
@@ -70,15 +80,9 @@ class Holder:
 
     def hold(self, paused: PausedWorker) -> None:
         """Start holding a newly discovered worker (returns at once)."""
-        worker, task = paused.worker, paused.task
-        name = (task.name or task.func_or_class_name) if task else None
-        actor_class = name.split(".", 1)[0] if task and task.actor_id and name else None
+        worker = paused.worker
         record = BreakpointRecord(
             id=record_id(worker.worker_id),
-            job_id=task.job_id if task else None,
-            task_name=name,
-            actor_id=task.actor_id if task else None,
-            actor_class=actor_class,
             node_id=worker.node_id,
             node_ip=worker.ip,
             pid=worker.pid,
@@ -153,7 +157,38 @@ class Holder:
                 update["kind"], update["exception"] = "breakpoint", None
             update["location"] = None
             self._spawn(self._locate(rid, upstream, body.get("threadId")))
+            self._spawn(self._name_task(rid))
         self.registry.put(record.model_copy(update=update))
+
+    async def _name_task(self, rid: str) -> None:
+        """Fill in job, task and actor from the dashboard once it lists the running task."""
+        record = self.registry.get(rid)
+        if self._describe is None or record is None or record.worker_id is None:
+            return
+        deadline = time.monotonic() + DESCRIBE_FOR
+        task: TaskRow | None = None
+        while time.monotonic() < deadline:
+            try:
+                task = await self._describe(record.worker_id)
+            except DashboardError as exc:
+                log.debug("cannot name the task of %s yet: %s", rid, exc)
+            if task is not None and task.state == "RUNNING":
+                break
+            await asyncio.sleep(DESCRIBE_EVERY)
+        record = self.registry.get(rid)
+        if task is None or record is None:
+            return
+        name = task.name or task.func_or_class_name
+        update = {
+            "job_id": task.job_id,
+            "task_name": name,
+            "actor_id": task.actor_id,
+            "actor_class": name.split(".", 1)[0] if task.actor_id and name else None,
+        }
+        named = record.model_copy(update=update)
+        self.registry.put(named)
+        if (upstream := self.upstreams.get(rid)) is not None:
+            upstream.name = named.label  # clients' messages about it name the task
 
     async def _locate(self, rid: str, upstream: Upstream, thread_id: object) -> None:
         """Ask the worker for its top frame, so lists can show file:line and function."""

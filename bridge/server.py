@@ -36,12 +36,13 @@ class Bridge:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.registry = Registry()
+        self.dashboard = DashboardClient(config.dashboard_url)
         self.holder = Holder(
             self.registry,
+            describe=self.dashboard.running_task,
             request_timeout=config.request_timeout,
             hold_timeout=config.hold_timeout,
         )
-        self.dashboard = DashboardClient(config.dashboard_url)
         self.discovery = Discovery(
             self.dashboard,
             on_paused=self.holder.hold,

@@ -1,0 +1,167 @@
+"""A real Ray head and a real ``raydap serve`` process, shared by the end-to-end tests.
+
+Every process started here is stopped by its pid (the Ray head with its whole process tree).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bridge.local_ray import LocalRay
+
+JOBS = Path(__file__).with_name("jobs")
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[LocalRay]:
+    with LocalRay(num_cpus=8) as head:
+        yield head
+
+
+@dataclass
+class BridgeProcess:
+    process: subprocess.Popen[str]
+    url: str
+    dap_host: str
+    dap_port: int
+    log: Path
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        request = urllib.request.Request(
+            self.url + path, data=json.dumps(body or {}).encode(), method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    def http_error(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any]:
+        request = urllib.request.Request(self.url + path, data=body, method=method)
+        try:
+            urllib.request.urlopen(request, timeout=10)
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+        raise AssertionError(f"{method} {path} succeeded")
+
+    def records(self, job_id: str | None = None) -> list[dict[str, Any]]:
+        records = self.get("/api/v1/breakpoints")["breakpoints"]
+        return [r for r in records if job_id is None or r["job_id"] == job_id]
+
+    def wait_records(
+        self,
+        job_id: str,
+        count: int = 1,
+        timeout: float = 60,
+        where: Callable[[dict[str, Any]], bool] = lambda r: r["state"] == "held"
+        and r["location"] is not None,
+    ) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            matching = [r for r in self.records(job_id) if where(r)]
+            if len(matching) >= count:
+                return matching
+            time.sleep(0.1)
+        raise AssertionError(
+            f"no {count} held worker(s) of job {job_id} within {timeout} s: {self.records()}\n"
+            + self.log.read_text()[-3000:]
+        )
+
+
+def start_bridge(args: list[str], log: Path, env: dict[str, str] | None = None) -> BridgeProcess:
+    """Run ``raydap serve`` as a real process and read the addresses it prints."""
+    out = open(log, "w")  # noqa: SIM115 (the process writes to it)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli", "serve", "--port", "0", "--dap-port", "0", *args],
+        stdout=subprocess.PIPE, stderr=out, text=True, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    found = re.search(r"HTTP (http://\S+)\s+DAP (\S+):(\d+)", line)
+    if not found:
+        process.kill()
+        raise AssertionError(f"raydap serve printed {line!r}:\n{log.read_text()}")
+    return BridgeProcess(process, found[1], found[2], int(found[3]), log)
+
+
+def stop_bridge(bridge: BridgeProcess) -> None:
+    bridge.process.send_signal(signal.SIGTERM)
+    try:
+        assert bridge.process.wait(timeout=20) == 0
+    finally:
+        if bridge.process.poll() is None:
+            bridge.process.kill()
+
+
+@pytest.fixture(scope="session")
+def bridge(ray_head: LocalRay, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgeProcess]:
+    log = tmp_path_factory.mktemp("bridge") / "bridge.log"
+    running = start_bridge(["--address", ray_head.address], log)
+    yield running
+    stop_bridge(running)
+
+
+@dataclass
+class Job:
+    process: subprocess.Popen[str]
+    job_id: str
+    lines: list[str] = field(default_factory=list)
+
+    def result(self, timeout: float = 60) -> str:
+        """The job's RESULT line, once it has finished."""
+        assert self.process.stdout is not None
+        self.process.wait(timeout=timeout)
+        self.lines += self.process.stdout.read().splitlines()
+        results = [line for line in self.lines if line.startswith("RESULT")]
+        assert results, "\n".join(self.lines)
+        return results[-1].removeprefix("RESULT ").strip()
+
+
+def break_line(script: str, marker: str) -> int:
+    """The line of ``# BREAK marker`` in a job script."""
+    for number, line in enumerate((JOBS / script).read_text().splitlines(), 1):
+        if f"# BREAK {marker}" in line:
+            return number
+    raise AssertionError(marker)
+
+
+@pytest.fixture
+def run_job(ray_head: LocalRay) -> Iterator[Callable[[str], Job]]:
+    jobs: list[Job] = []
+
+    def run(script: str) -> Job:
+        env = dict(os.environ, RAY_ADDRESS=ray_head.address, PYTHONUNBUFFERED="1")
+        process = subprocess.Popen(
+            [sys.executable, str(JOBS / script)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        )  # fmt: skip
+        assert process.stdout is not None
+        lines = []
+        for line in process.stdout:
+            lines.append(line.rstrip())
+            if line.startswith("JOB "):
+                job = Job(process, line.split()[1], lines)
+                jobs.append(job)
+                return job
+        raise AssertionError(f"{script} printed no job id: {lines}")
+
+    yield run
+    for job in jobs:
+        if job.process.poll() is None:
+            job.process.kill()
+            job.process.wait()

@@ -1,0 +1,222 @@
+"""The bridge on a real Ray head: what a person debugging a Ray job sees and does."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import pytest
+from bridge.dap_client import DapClient
+
+from tests.conftest import Connect
+from tests.e2e.conftest import BridgeProcess, Job, break_line
+
+pytestmark = pytest.mark.e2e
+
+
+async def stopped_frame(client: DapClient) -> tuple[dict, dict]:  # type: ignore[type-arg]
+    """The next stop's event body and its top frame."""
+    stopped = (await client.wait_event("stopped", timeout=60)).body
+    trace = await client.request("stackTrace", {"threadId": stopped["threadId"]})
+    return stopped, trace.body["stackFrames"][0]
+
+
+async def evaluate(client: DapClient, frame: dict, expression: str) -> str:  # type: ignore[type-arg]
+    response = await client.request(
+        "evaluate", {"expression": expression, "frameId": frame["id"], "context": "repl"}
+    )
+    return str(response.body["result"])
+
+
+def raydap(bridge: BridgeProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, RAYDAP_URL=bridge.url)
+    return subprocess.run(
+        [sys.executable, "-m", "bridge.cli", *args],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+
+
+async def test_task_breakpoint_is_listed_attached_inspected_and_continued(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    job = run_job("task_breakpoint.py")
+    [record] = bridge.wait_records(job.job_id)
+    assert record["kind"] == "breakpoint"
+    assert record["task_name"] == "square"
+    assert record["location"]["path"].endswith("task_breakpoint.py")
+    assert record["location"]["line"] == break_line("task_breakpoint.py", "square")
+    assert record["location"]["function"] == "square"
+    assert record["node_ip"] and record["pid"] and record["worker_id"].startswith(record["id"])
+
+    listing = raydap(bridge, "list")
+    assert listing.returncode == 0, listing.stderr
+    row = next(line for line in listing.stdout.splitlines() if line.startswith(record["id"]))
+    assert "square" in row and f"task_breakpoint.py:{record['location']['line']}" in row
+
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.attach(breakpoint=record["id"][:6])  # a unique prefix is enough
+    stopped, frame = await stopped_frame(client)
+    assert stopped["reason"] == "breakpoint"
+    assert (frame["name"], frame["line"]) == ("square", record["location"]["line"])
+    assert await evaluate(client, frame, "x, y") == "(7, 49)"
+    assert bridge.get(f"/api/v1/breakpoints/{record['id']}")["clients"] == 1
+
+    await client.request("continue", {"threadId": stopped["threadId"]})
+    assert job.result() == "49"
+    await asyncio.sleep(0.5)
+    assert bridge.records(job.job_id) == []
+
+
+async def test_successive_breakpoints_in_an_actor_reach_one_session(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    job = run_job("actor_steps.py")
+    [record] = bridge.wait_records(job.job_id)
+    assert (record["task_name"], record["actor_class"]) == ("Counter.step", "Counter")
+    assert record["actor_id"]
+
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.attach(breakpoint=record["id"])
+    stopped, frame = await stopped_frame(client)
+    assert await evaluate(client, frame, "self.count") == "2"
+    await client.request("continue", {"threadId": stopped["threadId"]})
+
+    stopped, frame = await stopped_frame(client)  # the next call's breakpoint, no reattach
+    assert frame["name"] == "step"
+    assert await evaluate(client, frame, "self.count") == "5"
+    assert bridge.records(job.job_id)[0]["id"] == record["id"]  # same worker, same id
+    await client.request("continue", {"threadId": stopped["threadId"]})
+    assert job.result() == "2 5"
+
+
+async def test_post_mortem_pause_shows_the_exception(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    job = run_job("post_mortem.py")
+    [record] = bridge.wait_records(job.job_id)
+    assert record["kind"] == "exception"
+    assert record["exception"]["type"] == "ValueError"
+    assert "bad batch 3" in record["exception"]["message"]
+    assert record["task_name"] == "load"
+
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.attach(breakpoint=record["id"])
+    stopped = (await client.wait_event("stopped", timeout=60)).body
+    assert stopped["reason"] == "exception"
+    info = await client.request("exceptionInfo", {"threadId": stopped["threadId"]})
+    assert "bad batch 3" in info.body["description"]
+    trace = await client.request("stackTrace", {"threadId": stopped["threadId"]})
+    assert any(
+        f["name"] == "load" and f["line"] == break_line("post_mortem.py", "load")
+        for f in trace.body["stackFrames"]
+    )
+    await client.request("continue", {"threadId": stopped["threadId"]})
+    assert job.result() == "raised ValueError"
+
+
+async def test_clients_share_a_worker_and_a_late_one_sees_the_same_stop(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    job = run_job("task_breakpoint.py")
+    [record] = bridge.wait_records(job.job_id)
+    editor = await dap_connect(bridge.dap_host, bridge.dap_port)
+    terminal = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await editor.attach(breakpoint=record["id"])
+    await terminal.attach(breakpoint=record["id"])
+    stopped, frame = await stopped_frame(editor)
+    assert (await stopped_frame(terminal))[1]["line"] == frame["line"]
+    assert bridge.get(f"/api/v1/breakpoints/{record['id']}")["clients"] == 2
+
+    await editor.close()  # disconnect: the worker stays paused and held
+    await terminal.close()
+    await asyncio.sleep(0.3)
+    [still] = bridge.records(job.job_id)
+    assert (still["state"], still["clients"]) == ("held", 0)
+    assert job.process.poll() is None
+
+    late = await dap_connect(bridge.dap_host, bridge.dap_port)
+    watcher = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await late.attach(breakpoint=record["id"])
+    await watcher.attach(breakpoint=record["id"])
+    stopped, frame = await stopped_frame(late)
+    assert await evaluate(late, frame, "y") == "49"
+    await stopped_frame(watcher)
+    await late.request("continue", {"threadId": stopped["threadId"]})
+    assert (await watcher.wait_event("continued")).body["threadId"] == stopped["threadId"]
+    assert job.result() == "49"
+
+
+async def test_unknown_ids_get_clear_errors_and_http_continue_resumes(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    status, body = bridge.http_error("GET", "/api/v1/breakpoints/feedface")
+    assert status == 404 and "raydap list" in body["error"]
+    status, body = bridge.http_error("POST", "/api/v1/continue", b'{"filter": {"jobs": 1}}')
+    assert status == 400 and "filter.jobs" in body["error"]
+
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.request("initialize", {"adapterID": "test"})
+    missing = await client.request("attach", {"breakpoint": "feedface"}, check=False)
+    assert not missing.success and "raydap list" in (missing.message or "")
+    nothing = await client.request("attach", {}, check=False)
+    assert not nothing.success and '"breakpoint"' in (nothing.message or "")
+
+    job = run_job("task_breakpoint.py")
+    [record] = bridge.wait_records(job.job_id)
+    assert bridge.post(f"/api/v1/breakpoints/{record['id']}/continue") == {
+        "continued": [record["id"]]
+    }
+    assert job.result() == "49"
+
+
+async def test_cli_evaluates_and_continues_a_group(
+    bridge: BridgeProcess, run_job: Callable[[str], Job]
+) -> None:
+    job = run_job("task_breakpoint.py")
+    [record] = bridge.wait_records(job.job_id)
+    evaluated = raydap(bridge, "eval", "y + 1", "--job", job.job_id)
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert f"{record['id']}  50" in evaluated.stdout
+    listed = raydap(bridge, "list", "--json")
+    assert record["id"] in listed.stdout
+    continued = raydap(bridge, "continue", "--all", "--job", job.job_id)
+    assert continued.returncode == 0 and record["id"] in continued.stdout
+    assert job.result() == "49"
+    usage = raydap(bridge, "continue")
+    assert usage.returncode == 2 and "--all" in usage.stderr
+
+
+async def test_worker_killed_while_attached_ends_its_session_only(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    doomed_job = run_job("task_breakpoint.py")
+    [doomed] = bridge.wait_records(doomed_job.job_id)
+    other_job = run_job("actor_steps.py")
+    [other] = bridge.wait_records(other_job.job_id)
+
+    victim = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await victim.attach(breakpoint=doomed["id"])
+    await victim.wait_event("stopped", timeout=60)
+    bystander = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await bystander.attach(breakpoint=other["id"])
+    stopped, frame = await stopped_frame(bystander)
+
+    os.kill(doomed["pid"], signal.SIGKILL)
+    await victim.wait_event("terminated", timeout=30)
+    farewell = (await victim.wait_event("output")).body["output"]
+    assert f"square (pid {doomed['pid']}" in farewell and "exited" in farewell
+    deadline = time.monotonic() + 10
+    while bridge.records(doomed_job.job_id) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert bridge.records(doomed_job.job_id) == []
+
+    assert await evaluate(bystander, frame, "self.count") == "2"  # unaffected
+    await bystander.request("continue", {"threadId": stopped["threadId"]})
+    stopped, _ = await stopped_frame(bystander)
+    await bystander.request("continue", {"threadId": stopped["threadId"]})
+    assert other_job.result() == "2 5"
