@@ -9,11 +9,12 @@ bytes leave and can match the response to it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections import deque
 from typing import Protocol
 
-from protocol import Decoder, Event, Limits, Request, Response, encode
+from protocol import DEFAULT_LIMITS, Decoder, Event, Limits, Request, Response, encode
 
 Message = Request | Response | Event
 
@@ -48,7 +49,7 @@ class StreamChannel:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        limits: Limits = Limits(),
+        limits: Limits = DEFAULT_LIMITS,
         peer: str | None = None,
     ) -> None:
         self._reader = reader
@@ -76,10 +77,8 @@ class StreamChannel:
     async def close(self) -> None:
         if not self._writer.is_closing():
             self._writer.close()
-        try:
+        with contextlib.suppress(ConnectionError, OSError):
             await self._writer.wait_closed()
-        except (ConnectionError, OSError):
-            pass
 
 
 async def open_tcp_channel(host: str, port: int, timeout: float = 5.0) -> StreamChannel:

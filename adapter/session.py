@@ -19,11 +19,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from protocol import Event, ProtocolError, Request, Response, error_response, event, response_to
-
 from adapter.capabilities import bridge_capabilities
 from adapter.channel import Channel
 from adapter.upstream import Upstream, UpstreamError
+from protocol import Event, ProtocolError, Request, Response, error_response, event, response_to
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +129,7 @@ class ClientSession:
 
     async def _on_attach(self, request: Request) -> None:
         if request.command == "launch":
-            self._fail(request, "raydap attaches to paused Ray workers: use \"request\": \"attach\"")
+            self._fail(request, 'raydap attaches to paused Ray workers: use "request": "attach"')
             return
         if self.phase is not Phase.INITIALIZED:
             self._fail(request, "this session is already attached")
@@ -180,7 +179,9 @@ class ClientSession:
         self._send(message)
 
     def upstream_closed(self, upstream: Upstream, reason: str) -> None:
-        self._send(event("output", {"category": "console", "output": f"{upstream.name}: {reason}\n"}))
+        self._send(
+            event("output", {"category": "console", "output": f"{upstream.name}: {reason}\n"})
+        )
         self._send(event("terminated"))
         self.upstream = None
 

@@ -15,9 +15,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from protocol import Event, ProtocolError, Request, Response, event
-
 from adapter.channel import Channel
+from protocol import Event, ProtocolError, Request, Response, event
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +119,9 @@ class Upstream:
         )
         try:
             await asyncio.wait_for(self._initialized.wait(), timeout)
-            await self.request("setExceptionBreakpoints", {"filters": ["uncaught"]}, timeout=timeout)
+            await self.request(
+                "setExceptionBreakpoints", {"filters": ["uncaught"]}, timeout=timeout
+            )
             await self.request("configurationDone", timeout=timeout)
             await attach
             await asyncio.wait_for(self._first_stop.wait(), timeout)
@@ -228,9 +229,7 @@ class Upstream:
             # open: the worker is gone all the same.
             self._closer = asyncio.create_task(self.close("the worker process exited"))
             return
-        if name in _PRIVATE_EVENTS or (
-            name == "output" and body.get("category") == "telemetry"
-        ):
+        if name in _PRIVATE_EVENTS or (name == "output" and body.get("category") == "telemetry"):
             return
         self._broadcast(message)
         if name == "stopped":
@@ -239,7 +238,9 @@ class Upstream:
     def _resumed(self, thread_id: object, body: object) -> None:
         """Forget the stops that ended, and tell every client (debugpy tells only the one
         whose request resumed the worker, in its response)."""
-        all_threads = not isinstance(body, dict) or body.get("allThreadsContinued", True) is not False
+        all_threads = (
+            not isinstance(body, dict) or body.get("allThreadsContinued", True) is not False
+        )
         if all_threads or not isinstance(thread_id, int):
             self.stops.clear()
         else:

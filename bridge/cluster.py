@@ -40,12 +40,14 @@ def _gcs_address(address: str) -> str:
 
 
 def _dashboard_from_gcs(gcs_address: str) -> str:
-    from ray._raylet import GcsClient
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]
 
     try:
         value = GcsClient(address=gcs_address).internal_kv_get(b"dashboard", namespace=b"dashboard")
     except Exception as exc:  # Ray raises its own RpcError types
-        raise ClusterNotFound(f"cannot read the dashboard address from GCS {gcs_address}: {exc}")
+        raise ClusterNotFound(
+            f"cannot read the dashboard address from GCS {gcs_address}: {exc}"
+        ) from None
     if not value:
         raise ClusterNotFound(
             f"the cluster at {gcs_address} runs no dashboard; raydap needs it "

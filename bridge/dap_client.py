@@ -25,6 +25,7 @@ class DapClient:
         self.events: list[Event] = []
         self._observe = observe or (lambda message: None)
         self._taken: set[int] = set()
+        self._sending: set[asyncio.Future[None]] = set()
         self._seq = 0
         self._pending: dict[int, asyncio.Future[Response]] = {}
         self._changed = asyncio.Condition()
@@ -63,7 +64,9 @@ class DapClient:
         message = Request(command=command)
         if arguments is not None:
             message.arguments = arguments
-        asyncio.ensure_future(self.channel.send(message, self._seq))
+        sending = asyncio.ensure_future(self.channel.send(message, self._seq))
+        self._sending.add(sending)
+        sending.add_done_callback(self._sending.discard)
         return future
 
     async def request(

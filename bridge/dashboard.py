@@ -72,9 +72,9 @@ class DashboardClient:
             "/api/v0/tasks?detail=1&limit=100&filter_keys=worker_id"
             f"&filter_predicates=%3D&filter_values={worker_id}"
         )
-        tasks = [_validate(TaskRow, row) for row in rows]
+        tasks: list[TaskRow] = [_validate(TaskRow, row) for row in rows]
         running = [t for t in tasks if t.state == "RUNNING"]
-        return (running or tasks or [None])[-1]
+        return (running or tasks)[-1] if tasks else None
 
     async def _state_rows(self, path: str) -> list[Any]:
         data = await self._get_json(path)
@@ -99,7 +99,8 @@ class DashboardClient:
                     raise DashboardError(f"dashboard answer over {MAX_RESPONSE_BYTES} bytes")
                 return _json(body)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise DashboardError(f"dashboard at {self.base_url} unreachable: {exc!r}") from None
+            why = str(exc) or type(exc).__name__
+            raise DashboardError(f"dashboard at {self.base_url} unreachable: {why}") from None
 
 
 def _json(body: bytes) -> Any:

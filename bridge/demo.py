@@ -62,7 +62,7 @@ async def _with_cluster(
     dap_host, dap_port = bridge.dap_address
     say(f"raydap bridge: HTTP http://{http_host}:{http_port}, DAP {dap_host}:{dap_port}")
     log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"raydap-demo-job-{os.getpid()}.log"
-    with open(log_path, "wb") as log:
+    with open(log_path, "wb") as log:  # noqa: ASYNC230 (a local file, opened once)
         job = await asyncio.create_subprocess_exec(
             sys.executable, str(DEMO_JOB),
             env=dict(os.environ, RAY_ADDRESS=address), stdout=log, stderr=log,

@@ -10,7 +10,6 @@ import asyncio
 from typing import Any
 
 from adapter import AttachError, State, Upstream, UpstreamError
-
 from bridge.filters import WorkerFilter
 from bridge.holder import Holder
 
@@ -28,7 +27,8 @@ async def continue_all(holder: Holder, where: WorkerFilter) -> list[str]:
     """Resume every matching held worker at once; returns the ids resumed."""
     ids = [rid for rid, _ in _stopped(holder, where)]
     results = await asyncio.gather(*(holder.resume(rid) for rid in ids), return_exceptions=True)
-    return [rid for rid, result in zip(ids, results) if not isinstance(result, BaseException)]
+    resumed = zip(ids, results, strict=True)
+    return [rid for rid, result in resumed if not isinstance(result, BaseException)]
 
 
 async def top_frame(upstream: Upstream, levels: int = 1) -> tuple[int, list[dict[str, Any]]]:
@@ -65,7 +65,7 @@ async def evaluate_all(
         *(_evaluate_one(u, expression) for _, u in chosen), return_exceptions=True
     )
     results: list[dict[str, str]] = []
-    for (rid, _), outcome in zip(chosen, outcomes):
+    for (rid, _), outcome in zip(chosen, outcomes, strict=True):
         if isinstance(outcome, (AttachError, UpstreamError)):
             results.append({"id": rid, "error": str(outcome)})
         elif isinstance(outcome, BaseException):
@@ -96,14 +96,16 @@ async def _snapshot_one(upstream: Upstream, max_frames: int) -> dict[str, Any]:
     return {"thread_id": thread_id, "stack": stack, "locals": local_vars}
 
 
-async def snapshot(holder: Holder, where: WorkerFilter, max_frames: int = 50) -> list[dict[str, Any]]:
+async def snapshot(
+    holder: Holder, where: WorkerFilter, max_frames: int = 50
+) -> list[dict[str, Any]]:
     """Stacks and top-frame locals of every matching held worker."""
     chosen = _stopped(holder, where)
     outcomes = await asyncio.gather(
         *(_snapshot_one(u, max_frames) for _, u in chosen), return_exceptions=True
     )
     out: list[dict[str, Any]] = []
-    for (rid, _), outcome in zip(chosen, outcomes):
+    for (rid, _), outcome in zip(chosen, outcomes, strict=True):
         if isinstance(outcome, (AttachError, UpstreamError)):
             out.append({"id": rid, "error": str(outcome)})
         elif isinstance(outcome, BaseException):

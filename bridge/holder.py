@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
-
 from bridge.dashboard import DashboardError, TaskRow
 from bridge.discovery import PausedWorker
 from bridge.records import BreakpointRecord, ExceptionInfo, Location
@@ -267,7 +266,11 @@ class Holder:
         now = time.monotonic()
         for rid, upstream in list(self.upstreams.items()):
             idle = now - self._touched.get(rid, now)
-            if upstream.state is State.STOPPED and not upstream.clients and idle > self.hold_timeout:
+            if (
+                upstream.state is State.STOPPED
+                and not upstream.clients
+                and idle > self.hold_timeout
+            ):
                 log.info("hold timeout: resuming %s after %.0f s untouched", rid, idle)
                 with contextlib.suppress(AttachError, UpstreamError):
                     await self.resume(rid)

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from adapter import AttachError, UpstreamError
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from adapter import AttachError, UpstreamError
 from bridge import group
 from bridge.filters import WorkerFilter
 from bridge.holder import Holder
 
 MAX_BODY_BYTES = 1024 * 1024
 
+
+class StatusSource(Protocol):
+    def __call__(self) -> dict[str, Any]: ...
+
+
 HOLDER = web.AppKey("holder", Holder)
-STATUS = web.AppKey("status", Callable[[], dict[str, Any]])
+STATUS = web.AppKey("status", StatusSource)
 
 
 class ContinueBody(BaseModel):
@@ -92,7 +96,7 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response(request.app[STATUS]())
 
 
-def make_app(holder: Holder, status: Callable[[], dict[str, Any]]) -> web.Application:
+def make_app(holder: Holder, status: StatusSource) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[HOLDER] = holder
     app[STATUS] = status

@@ -49,9 +49,11 @@ HEADERS = ["ID", "KIND", "JOB", "TASK", "NODE", "PID", "LOCATION", "FUNCTION", "
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    return "\n".join(lines)
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join([line(headers), *(line(row) for row in rows)])
 
 
 def breakpoints_table(records: list[dict[str, Any]]) -> str:

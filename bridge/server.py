@@ -8,9 +8,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from adapter import bridge_capabilities
 from aiohttp import web
 
+from adapter import bridge_capabilities
 from bridge.dap_listener import DapListener
 from bridge.dashboard import DashboardClient
 from bridge.discovery import Discovery

@@ -43,7 +43,8 @@ async def _repl(client: DapClient) -> int:
         thread_id = int(body.get("threadId", 0))
         frames = (await client.request("stackTrace", {"threadId": thread_id})).body["stackFrames"]
         frame_index = 0
-        print(f"stopped ({body.get('reason')}) {body.get('text') or ''} {body.get('description') or ''}")
+        detail = " ".join(str(body.get(key) or "") for key in ("text", "description"))
+        print(f"stopped ({body.get('reason')}) {detail}")
         _show(frames[frame_index])
         while True:
             line = (await asyncio.to_thread(input, "(raydap) ")).strip()
@@ -58,7 +59,9 @@ async def _repl(client: DapClient) -> int:
                 for i, frame in enumerate(frames):
                     print(("> " if i == frame_index else "  ") + _where(frame))
             elif line in ("up", "down"):
-                frame_index = max(0, min(len(frames) - 1, frame_index + (1 if line == "up" else -1)))
+                frame_index = max(
+                    0, min(len(frames) - 1, frame_index + (1 if line == "up" else -1))
+                )
                 _show(frames[frame_index])
             elif line == "l":
                 await _locals(client, frames[frame_index]["id"])

@@ -1,6 +1,6 @@
 """Sans-I/O Debug Adapter Protocol: bytes in, messages out. No sockets, no asyncio."""
 
-from protocol.codec import Decoder, Limits, encode
+from protocol.codec import DEFAULT_LIMITS, Decoder, Limits, encode
 from protocol.errors import ProtocolError
 from protocol.messages import (
     Event,
@@ -14,6 +14,7 @@ from protocol.messages import (
 )
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "Decoder",
     "Event",
     "Limits",

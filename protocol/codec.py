@@ -24,10 +24,13 @@ class Limits:
     max_body_bytes: int = 64 * 1024 * 1024
 
 
+DEFAULT_LIMITS = Limits()
+
+
 class Decoder:
     """Turns a byte stream into DAP messages."""
 
-    def __init__(self, limits: Limits = Limits()) -> None:
+    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
         self._limits = limits
         self._buffer = bytearray()
         self._body_length: int | None = None
@@ -51,7 +54,9 @@ class Decoder:
                         )
                     return messages
                 if end > self._limits.max_header_bytes:
-                    raise ProtocolError(f"header block longer than {self._limits.max_header_bytes} bytes")
+                    raise ProtocolError(
+                        f"header block longer than {self._limits.max_header_bytes} bytes"
+                    )
                 self._body_length = self._parse_headers(bytes(self._buffer[:end]))
                 del self._buffer[: end + len(_HEADER_END)]
             if len(self._buffer) < self._body_length:

@@ -63,11 +63,12 @@ def parse_message(data: object) -> Request | Response | Event:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "message"
-        seq = data.get("seq") if isinstance(data, dict) else None
-        command = data.get("command") if isinstance(data, dict) else None
+        fields: dict[Any, Any] = data if isinstance(data, dict) else {}
+        seq, command = fields.get("seq"), fields.get("command")
+        is_request = fields.get("type") == "request" and isinstance(seq, int)
         raise ProtocolError(
             f"not a DAP message: {where}: {first['msg']}",
-            request_seq=seq if isinstance(seq, int) and data.get("type") == "request" else None,  # type: ignore[union-attr]
+            request_seq=seq if is_request else None,
             command=command if isinstance(command, str) else None,
         ) from None
 

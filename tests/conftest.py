@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-from bridge.dap_client import DapClient
 
+from bridge.dap_client import DapClient
 from tests.dap_schema import schema_errors
 
 Connect = Callable[[str, int], Awaitable[DapClient]]

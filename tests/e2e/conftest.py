@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from bridge.local_ray import LocalRay
 
 JOBS = Path(__file__).with_name("jobs")
@@ -68,8 +69,9 @@ class BridgeProcess:
         job_id: str,
         count: int = 1,
         timeout: float = 60,
-        where: Callable[[dict[str, Any]], bool] = lambda r: r["state"] == "held"
-        and r["location"] is not None,
+        where: Callable[[dict[str, Any]], bool] = lambda r: (
+            r["state"] == "held" and r["location"] is not None
+        ),
     ) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 
 import pytest
-from bridge.dap_client import DapClient
 
+from bridge.dap_client import DapClient
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, Job, break_line
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from adapter import AttachError, Upstream, bridge_capabilities, open_tcp_channel
 from bridge.dap_listener import DapListener
 

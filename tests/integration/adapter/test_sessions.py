@@ -8,7 +8,6 @@ import signal
 
 from adapter import State
 from bridge.dap_client import DapClient
-
 from tests.conftest import Connect
 from tests.integration.adapter.conftest import Debuggee, Relay
 
@@ -137,7 +136,9 @@ async def test_a_worker_that_stops_answering_fails_the_request_not_the_session(
     os.kill(debuggee.process.pid, signal.SIGSTOP)
     try:
         frozen = await client.request("threads", check=False, timeout=10)
-        assert not frozen.success and "did not answer 'threads' within 2 s" in (frozen.message or "")
+        assert not frozen.success and "did not answer 'threads' within 2 s" in (
+            frozen.message or ""
+        )
     finally:
         os.kill(debuggee.process.pid, signal.SIGCONT)
     frame = await top_frame(client, thread_id)

@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
+
 from bridge.dashboard import DashboardClient, DashboardError
 
 WORKER = {
@@ -90,6 +91,6 @@ async def test_oversized_answer_is_refused(dashboard, monkeypatch) -> None:  # t
 
 async def test_unreachable_dashboard_names_the_address() -> None:
     client = DashboardClient("http://127.0.0.1:9", timeout=2)
-    with pytest.raises(DashboardError, match="127.0.0.1:9 unreachable"):
+    with pytest.raises(DashboardError, match=r"127\.0\.0\.1:9 unreachable"):
         await client.paused_workers()
     await client.close()

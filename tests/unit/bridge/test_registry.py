@@ -1,6 +1,7 @@
 import time
 
 import pytest
+
 from bridge.filters import WorkerFilter
 from bridge.records import BreakpointRecord
 from bridge.registry import LookupFailed, Registry
@@ -26,7 +27,7 @@ def test_resolve_names_the_problem() -> None:
     registry.put(record("abd456"))
     with pytest.raises(LookupFailed, match=r"'ab' is ambiguous \(abc123, abd456\)"):
         registry.resolve("ab")
-    with pytest.raises(LookupFailed, match="no paused worker with id 'zz'.*raydap list"):
+    with pytest.raises(LookupFailed, match=r"no paused worker with id 'zz'.*raydap list"):
         registry.resolve("zz")
     with pytest.raises(LookupFailed, match="no breakpoint id given"):
         registry.resolve("")

@@ -3,6 +3,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from protocol import Decoder, Event, Limits, ProtocolError, Request, Response, encode
 
 

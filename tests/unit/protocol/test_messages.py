@@ -2,8 +2,8 @@ import json
 from pathlib import Path
 
 import pytest
-from protocol import Request, error_response, event, response_to
 
+from protocol import Request, error_response, event, response_to
 from tests.dap_schema import SHARED, VENDORED, schema_errors
 
 
@@ -29,7 +29,11 @@ def test_response_to_answers_the_request() -> None:
 
 
 def test_event_without_body_leaves_it_out() -> None:
-    assert event("initialized").to_dict(seq=3) == {"seq": 3, "type": "event", "event": "initialized"}
+    assert event("initialized").to_dict(seq=3) == {
+        "seq": 3,
+        "type": "event",
+        "event": "initialized",
+    }
 
 
 def test_schema_check_catches_a_broken_message() -> None:

@@ -1,0 +1,102 @@
+"""The demo a new user runs first, and a bridge whose dashboard goes away and comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bridge.local_ray import LocalRay, free_port
+from tests.e2e.conftest import Job, start_bridge, stop_bridge
+
+pytestmark = pytest.mark.e2e
+
+
+def test_headless_demo_debugs_three_workers_and_cleans_up() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    command = ["demo", "--headless", "--port", "0", "--dap-port", "0"]
+    demo = subprocess.run(
+        [sys.executable, "-m", "bridge.cli", *command],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    out = demo.stdout
+    assert demo.returncode == 0, out + demo.stderr
+    assert re.search(r"\] stopped \(breakpoint\)", out)
+    assert "stopped (exception: ZeroDivisionError" in out
+    assert "locals: x=7, y=49" in out and "locals: k=5" in out
+    assert out.count("] continued") == 3
+    assert "demo job results: [49, 5], divide raised ZeroDivisionError: OK" in out
+
+    gcs_port = re.search(r"Ray head at 127\.0\.0\.1:(\d+)", out)
+    assert gcs_port is not None
+    leftovers = [
+        pid
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and f"port={gcs_port[1]}" in _cmdline(pid)
+    ]
+    assert leftovers == [], "the demo left its Ray processes running"
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+async def start_proxy(port: int, target: str) -> web.AppRunner:
+    """The dashboard, reachable again on ``port`` (a real HTTP hop to the real dashboard)."""
+    session = aiohttp.ClientSession()
+
+    async def forward(request: web.Request) -> web.Response:
+        async with session.get(target + request.path_qs) as answer:
+            return web.Response(
+                status=answer.status, body=await answer.read(), content_type=answer.content_type
+            )
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", forward)
+    app.on_cleanup.append(lambda _: session.close())
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner
+
+
+async def test_dashboard_outage_degrades_health_and_discovery_recovers(
+    ray_head: LocalRay, run_job: Callable[[str], Job], tmp_path: Path
+) -> None:
+    port = free_port()
+    bridge = start_bridge(["--dashboard-url", f"http://127.0.0.1:{port}"], tmp_path / "b.log")
+    proxy = None
+    try:
+        deadline = time.monotonic() + 20
+        while (health := bridge.get("/healthz"))["status"] != "degraded":
+            assert time.monotonic() < deadline, health
+            await asyncio.sleep(0.1)
+        assert f"127.0.0.1:{port} unreachable" in health["reason"]
+        assert bridge.get("/api/v1/breakpoints") == {"breakpoints": []}
+
+        proxy = await start_proxy(port, ray_head.dashboard_url)
+        job = run_job("task_breakpoint.py")
+        # In a thread: this loop serves the proxy the bridge is polling.
+        [record] = await asyncio.to_thread(bridge.wait_records, job.job_id, 1, 60)
+        assert bridge.get("/healthz")["status"] == "ok"
+        continued = await asyncio.to_thread(
+            bridge.post, f"/api/v1/breakpoints/{record['id']}/continue"
+        )
+        assert continued == {"continued": [record["id"]]}
+        assert await asyncio.to_thread(job.result) == "49"
+    finally:
+        if proxy is not None:
+            await proxy.cleanup()
+        stop_bridge(bridge)
