@@ -2,19 +2,25 @@
 
 from adapter.capabilities import bridge_capabilities
 from adapter.channel import Channel, StreamChannel, open_tcp_channel
+from adapter.mux import CONTINUE_ALL, SingleWorker, Worker, WorkerFeed, WorkerMux
 from adapter.session import AttachError, ClientSession, Phase
 from adapter.upstream import State, Upstream, UpstreamClosed, UpstreamError
 
 __all__ = [
+    "CONTINUE_ALL",
     "AttachError",
     "Channel",
     "ClientSession",
     "Phase",
+    "SingleWorker",
     "State",
     "StreamChannel",
     "Upstream",
     "UpstreamClosed",
     "UpstreamError",
+    "Worker",
+    "WorkerFeed",
+    "WorkerMux",
     "bridge_capabilities",
     "open_tcp_channel",
 ]

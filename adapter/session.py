@@ -1,13 +1,14 @@
 """One editor's DAP session with the bridge.
 
-The editor believes it attached to a debugger; in fact the bridge already holds the worker, so
-the handshake is answered here and only the debugging itself is relayed. Phases are explicit:
+The editor believes it attached to a debugger; in fact the bridge already holds the workers,
+so the handshake is answered here and only the debugging itself is relayed (by a
+:class:`~adapter.mux.WorkerMux`). Phases are explicit:
 
 ``NEW`` --initialize--> ``INITIALIZED`` --attach--> ``CONFIGURING`` --configurationDone-->
-``ATTACHED`` --disconnect / worker gone / connection lost--> ``CLOSED``
+``ATTACHED`` --disconnect / connection lost--> ``CLOSED``
 
-At ``configurationDone`` the session joins the worker's event stream and is replayed where the
-worker is stopped, so a client that attaches late sees exactly what the first one saw.
+At ``configurationDone`` the session starts receiving its workers and is replayed where each
+is stopped, so a client that attaches late sees exactly what the first one saw.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Any
 
 from adapter.capabilities import bridge_capabilities
 from adapter.channel import Channel
-from adapter.upstream import Upstream, UpstreamError
+from adapter.mux import SingleWorker, WorkerFeed, WorkerMux
+from adapter.paths import PathMapper
+from adapter.upstream import UpstreamError
 from protocol import Event, ProtocolError, Request, Response, error_response, event, response_to
 
 log = logging.getLogger(__name__)
@@ -31,10 +34,8 @@ class AttachError(Exception):
     """An attach the bridge refuses; the message tells the person what to do instead."""
 
 
-#: Finds the worker an attach request names (its arguments), or raises :class:`AttachError`.
-Resolver = Callable[[dict[str, Any]], Awaitable[Upstream]]
-#: Called with the session's worker, the client's address, and what it did (for the audit log).
-Auditor = Callable[[str, str, dict[str, Any]], None]
+#: Finds the workers an attach request names (its arguments), or raises :class:`AttachError`.
+Resolver = Callable[[dict[str, Any]], Awaitable[WorkerFeed]]
 
 
 class Phase(enum.Enum):
@@ -46,7 +47,7 @@ class Phase(enum.Enum):
 
 
 class ClientSession:
-    """Serves one client connection until it disconnects or its worker goes away."""
+    """Serves one client connection until it disconnects."""
 
     def __init__(
         self,
@@ -58,13 +59,14 @@ class ClientSession:
     ) -> None:
         self.channel = channel
         self.phase = Phase.NEW
-        self.upstream: Upstream | None = None
+        self.mux: WorkerMux | None = None
         self._resolve = resolve
         self._capabilities = capabilities
+        self._client_arguments: dict[str, Any] = {}
+        self._announced: dict[str, Any] = {}
         self._outbox: asyncio.Queue[Request | Response | Event | None] = asyncio.Queue()
         self._max_queued = max_queued
         self._seq = 0
-        self._announced: dict[str, Any] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -87,7 +89,7 @@ class ClientSession:
                     break
                 if isinstance(message, Request):
                     await self._on_request(message)
-                # Responses and events from a client have no meaning to the bridge.
+                # Responses (to startDebugging) and events from a client need no action.
         except (ConnectionError, OSError) as exc:
             log.info("client %s lost: %s", self.peer, exc)
         finally:
@@ -108,6 +110,7 @@ class ClientSession:
                 self._fail(request, "initialize was already sent")
                 return
             self.phase = Phase.INITIALIZED
+            self._client_arguments = request.args
             self._announced = self._capabilities()
             self._send(response_to(request, self._announced))
         elif self.phase is Phase.NEW:
@@ -117,15 +120,17 @@ class ClientSession:
         elif command == "disconnect":
             self._send(response_to(request))
             self._leave()
-        elif self.upstream is None:
+        elif self.mux is None:
             self._fail(request, "send 'attach' first")
         elif command == "configurationDone":
             self._send(response_to(request))
-            self._join()
+            if self.phase is Phase.CONFIGURING:
+                self.phase = Phase.ATTACHED
+                self.mux.start()
         elif command == "terminate":
             self._fail(request, "raydap does not kill Ray workers; continue or disconnect instead")
         else:
-            self._relay(request)
+            self._spawn(self._relay(self.mux, request))
 
     async def _on_attach(self, request: Request) -> None:
         if request.command == "launch":
@@ -134,56 +139,40 @@ class ClientSession:
         if self.phase is not Phase.INITIALIZED:
             self._fail(request, "this session is already attached")
             return
+        args = request.args
+        child_sessions = bool(args.get("childSessions"))
+        if child_sessions and not self._client_arguments.get("supportsStartDebuggingRequest"):
+            self._fail(request, "childSessions needs a client that supports startDebugging")
+            return
         try:
-            upstream = await self._resolve(request.args)
+            feed = await self._resolve(args)
         except AttachError as exc:
             self._fail(request, str(exc))
             return
-        self.upstream = upstream
+        passed_on = ("type", "localRoot", "pathMappings", "token", "allThreads")
+        self.mux = WorkerMux(
+            feed,
+            self._send,
+            PathMapper.from_attach(args),
+            all_threads=bool(args.get("allThreads")),
+            child_sessions=child_sessions,
+            child_configuration={k: args[k] for k in passed_on if k in args},
+        )
         self.phase = Phase.CONFIGURING
         self._send(response_to(request))
-        actual = bridge_capabilities(upstream.capabilities)
-        if actual != self._announced:
-            self._send(event("capabilities", {"capabilities": actual}))
+        if isinstance(feed, SingleWorker):
+            actual = bridge_capabilities(feed.worker.upstream.capabilities)
+            if actual != self._announced:
+                self._send(event("capabilities", {"capabilities": actual}))
         self._send(event("initialized"))
 
-    def _relay(self, request: Request) -> None:
-        task = asyncio.create_task(self._relay_one(request))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _relay_one(self, request: Request) -> None:
-        assert self.upstream is not None
+    async def _relay(self, mux: WorkerMux, request: Request) -> None:
         try:
-            response = await self.upstream.request(request.command, request.arguments)
+            response = await mux.handle(request)
         except UpstreamError as exc:
             self._fail(request, str(exc))
             return
         self._send(response.model_copy(update={"request_seq": request.seq}))
-
-    # -- the worker's events ----------------------------------------------------------------
-
-    def _join(self) -> None:
-        """Start receiving the worker's events, replaying where it stands now."""
-        upstream = self.upstream
-        if upstream is None or self.phase is not Phase.CONFIGURING:
-            return
-        self.phase = Phase.ATTACHED
-        if upstream.process_event is not None:
-            self._send(upstream.process_event)
-        for stop in upstream.stops.values():
-            self._send(stop)
-        upstream.add_client(self)
-
-    def upstream_event(self, upstream: Upstream, message: Event) -> None:
-        self._send(message)
-
-    def upstream_closed(self, upstream: Upstream, reason: str) -> None:
-        self._send(
-            event("output", {"category": "console", "output": f"{upstream.name}: {reason}\n"})
-        )
-        self._send(event("terminated"))
-        self.upstream = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -191,13 +180,16 @@ class ClientSession:
         if self.phase is Phase.CLOSED:
             return
         self.phase = Phase.CLOSED
-        if self.upstream is not None:
-            self.upstream.remove_client(self)
+        if self.mux is not None:
+            self.mux.close()
 
     def _abort(self) -> None:
         """End the session from the sending side: closing the channel ends :meth:`run`."""
         self._leave()
-        task = asyncio.create_task(self.channel.close())
+        self._spawn(self.channel.close())
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -205,6 +197,8 @@ class ClientSession:
         self._send(error_response(request.seq, request.command, text))
 
     def _send(self, message: Request | Response | Event) -> None:
+        if self.phase is Phase.CLOSED and not isinstance(message, Response):
+            return
         if self._outbox.qsize() >= self._max_queued:
             log.warning("client %s is not reading; closing it", self.peer)
             self._abort()

@@ -110,10 +110,15 @@ class Holder:
                 await upstream.close("handshake failed")
                 raise
         except (OSError, UpstreamError, asyncio.TimeoutError) as exc:
-            log.warning("could not hold %s: %r", record.label, exc)
+            if isinstance(exc, asyncio.TimeoutError):
+                exc = UpstreamError(
+                    f"its debugpy did not finish the handshake within {self.handshake_timeout:g} s"
+                    " (another debugger, or another raydap bridge, may be attached to it)"
+                )
+            log.warning("could not hold %s: %s", record.label, exc)
             self._failed_at[record.id] = time.monotonic()
             self.registry.remove(record.id)
-            waiter.set_exception(AttachError(f"could not attach to {record.label}: {exc!r}"))
+            waiter.set_exception(AttachError(f"could not attach to {record.label}: {exc}"))
             waiter.exception()  # retrieved: nobody may be waiting
             return
         finally:
@@ -212,16 +217,6 @@ class Holder:
         self.registry.put(record.model_copy(update={"location": location}))
 
     # -- client side ------------------------------------------------------------------------
-
-    async def resolve(self, arguments: dict[str, Any]) -> Upstream:
-        """The held worker an attach request names by ``breakpoint`` id or id prefix."""
-        wanted = arguments.get("breakpoint")
-        if not isinstance(wanted, str) or not wanted:
-            raise AttachError(
-                'name the paused worker to attach to: "breakpoint": "<id>" '
-                "(`raydap list` shows the ids)"
-            )
-        return await self.upstream_for(wanted)
 
     async def upstream_for(self, id_or_prefix: str) -> Upstream:
         try:

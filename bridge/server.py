@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from adapter import bridge_capabilities
+from bridge.attach import resolve
 from bridge.dap_listener import DapListener
 from bridge.dashboard import DashboardClient
 from bridge.discovery import Discovery
@@ -49,7 +51,7 @@ class Bridge:
             is_known=self.holder.is_known,
             interval=config.poll_interval,
         )
-        self.dap = DapListener(self.holder.resolve, self.capabilities)
+        self.dap = DapListener(functools.partial(resolve, self.holder), self.capabilities)
         self.http_address: tuple[str, int] = ("", 0)
         self.dap_address: tuple[str, int] = ("", 0)
         self._runner: web.AppRunner | None = None

@@ -142,28 +142,38 @@ def break_line(script: str, marker: str) -> int:
     raise AssertionError(marker)
 
 
+def start_job(address: str, script: str) -> Job:
+    """Run a job driver from tests/e2e/jobs against the Ray head at ``address``."""
+    env = dict(os.environ, RAY_ADDRESS=address, PYTHONUNBUFFERED="1")
+    process = subprocess.Popen(
+        [sys.executable, str(JOBS / script)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line.rstrip())
+        if line.startswith("JOB "):
+            return Job(process, line.split()[1], lines)
+    process.kill()
+    raise AssertionError(f"{script} printed no job id: {lines}")
+
+
+def stop_job(job: Job) -> None:
+    if job.process.poll() is None:
+        job.process.kill()
+        job.process.wait()
+
+
 @pytest.fixture
 def run_job(ray_head: LocalRay) -> Iterator[Callable[[str], Job]]:
+    """Start jobs on the shared Ray head; any still running at the end are killed."""
     jobs: list[Job] = []
 
     def run(script: str) -> Job:
-        env = dict(os.environ, RAY_ADDRESS=ray_head.address, PYTHONUNBUFFERED="1")
-        process = subprocess.Popen(
-            [sys.executable, str(JOBS / script)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-        )  # fmt: skip
-        assert process.stdout is not None
-        lines = []
-        for line in process.stdout:
-            lines.append(line.rstrip())
-            if line.startswith("JOB "):
-                job = Job(process, line.split()[1], lines)
-                jobs.append(job)
-                return job
-        raise AssertionError(f"{script} printed no job id: {lines}")
+        jobs.append(start_job(ray_head.address, script))
+        return jobs[-1]
 
     yield run
     for job in jobs:
-        if job.process.poll() is None:
-            job.process.kill()
-            job.process.wait()
+        stop_job(job)

@@ -163,8 +163,10 @@ async def test_unknown_ids_get_clear_errors_and_http_continue_resumes(
     await client.request("initialize", {"adapterID": "test"})
     missing = await client.request("attach", {"breakpoint": "feedface"}, check=False)
     assert not missing.success and "raydap list" in (missing.message or "")
-    nothing = await client.request("attach", {}, check=False)
-    assert not nothing.success and '"breakpoint"' in (nothing.message or "")
+    bad_filter = await client.request("attach", {"follow": {"rank": 0}}, check=False)
+    assert not bad_filter.success and "job, task (a glob), actor and node" in (
+        bad_filter.message or ""
+    )
 
     job = run_job("task_breakpoint.py")
     [record] = bridge.wait_records(job.job_id)

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 
 from bridge.local_ray import LocalRay, free_port
-from tests.e2e.conftest import Job, start_bridge, stop_bridge
+from tests.e2e.conftest import start_bridge, start_job, stop_bridge, stop_job
 
 pytestmark = pytest.mark.e2e
 
@@ -72,12 +72,20 @@ async def start_proxy(port: int, target: str) -> web.AppRunner:
     return runner
 
 
+@pytest.fixture
+def own_ray_head() -> Iterator[LocalRay]:
+    """A Ray head of this test's own: the shared one's workers belong to the shared bridge
+    (debugpy takes one client, so two bridges cannot hold the same worker)."""
+    with LocalRay(num_cpus=2) as head:
+        yield head
+
+
 async def test_dashboard_outage_degrades_health_and_discovery_recovers(
-    ray_head: LocalRay, run_job: Callable[[str], Job], tmp_path: Path
+    own_ray_head: LocalRay, tmp_path: Path
 ) -> None:
     port = free_port()
     bridge = start_bridge(["--dashboard-url", f"http://127.0.0.1:{port}"], tmp_path / "b.log")
-    proxy = None
+    proxy = job = None
     try:
         deadline = time.monotonic() + 20
         while (health := bridge.get("/healthz"))["status"] != "degraded":
@@ -86,8 +94,8 @@ async def test_dashboard_outage_degrades_health_and_discovery_recovers(
         assert f"127.0.0.1:{port} unreachable" in health["reason"]
         assert bridge.get("/api/v1/breakpoints") == {"breakpoints": []}
 
-        proxy = await start_proxy(port, ray_head.dashboard_url)
-        job = run_job("task_breakpoint.py")
+        proxy = await start_proxy(port, own_ray_head.dashboard_url)
+        job = await asyncio.to_thread(start_job, own_ray_head.address, "task_breakpoint.py")
         # In a thread: this loop serves the proxy the bridge is polling.
         [record] = await asyncio.to_thread(bridge.wait_records, job.job_id, 1, 60)
         assert bridge.get("/healthz")["status"] == "ok"
@@ -97,6 +105,8 @@ async def test_dashboard_outage_degrades_health_and_discovery_recovers(
         assert continued == {"continued": [record["id"]]}
         assert await asyncio.to_thread(job.result) == "49"
     finally:
+        if job is not None:
+            stop_job(job)
         if proxy is not None:
             await proxy.cleanup()
         stop_bridge(bridge)

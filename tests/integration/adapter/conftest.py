@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 
-from adapter import AttachError, Upstream, bridge_capabilities, open_tcp_channel
+from adapter import (
+    AttachError,
+    SingleWorker,
+    Upstream,
+    Worker,
+    WorkerFeed,
+    bridge_capabilities,
+    open_tcp_channel,
+)
 from bridge.dap_listener import DapListener
 
 DEBUGGEE = Path(__file__).with_name("debuggee.py")
@@ -65,10 +73,10 @@ async def relay(debuggee: Debuggee) -> AsyncIterator[Relay]:
     )
     await upstream.handshake()
 
-    async def resolve(arguments: dict[str, Any]) -> Upstream:
+    async def resolve(arguments: dict[str, Any]) -> WorkerFeed:
         if arguments.get("breakpoint") != "w1":
             raise AttachError(f"no paused worker with id {arguments.get('breakpoint')!r}")
-        return upstream
+        return SingleWorker(Worker("w1", upstream))
 
     listener = DapListener(resolve, lambda: bridge_capabilities(upstream.capabilities))
     host, port = await listener.start("127.0.0.1", 0)

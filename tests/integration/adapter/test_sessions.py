@@ -40,17 +40,19 @@ async def test_two_clients_share_a_worker_and_both_see_its_next_stop(
     thread_id = (await alice.wait_event("stopped")).body["threadId"]
     assert (await bob.wait_event("stopped")).body["threadId"] == thread_id  # replayed to bob
 
-    frame = await top_frame(alice, thread_id)
+    frame = await top_frame(alice, thread_id)  # ids are per session, as DAP intends
     assert frame["name"] == "work"
-    assert await evaluate(bob, frame["id"], "total") == "40"
+    assert await evaluate(alice, frame["id"], "total") == "40"
+    assert await evaluate(bob, (await top_frame(bob, thread_id))["id"], "total") == "40"
 
     await alice.request("continue", {"threadId": thread_id})
     continued = await bob.wait_event("continued")
     assert continued.body["threadId"] == thread_id
     await alice.wait_event("stopped")
     await bob.wait_event("stopped")  # the second breakpoint, with no reattach
-    frame = await top_frame(bob, thread_id)
-    assert frame["line"] > (await top_frame(alice, thread_id))["line"] - 1
+    first_line = frame["line"]
+    frame = await top_frame(alice, thread_id)
+    assert frame["line"] == first_line + 2
     assert await evaluate(alice, frame["id"], "total") == "41"
     await bob.request("continue", {"threadId": thread_id})
     assert debuggee.result_line() == "result 41"

@@ -1,0 +1,427 @@
+"""One client session's view of one or many workers.
+
+A single-worker session and a follow session are the same thing here: a feed hands the mux
+workers as they become available, and the mux shows them to the client as one debuggee. Ids
+that are only unique per worker (threads, frames, variables, sources, breakpoints) are remapped
+to session-wide ids; source paths are mapped to the client's files; breakpoints the client sets
+reach every worker, present and future.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from adapter.ids import IdMap
+from adapter.paths import PathMapper, rewrite_sources
+from adapter.upstream import Upstream, UpstreamError
+from protocol import Event, Request, Response, error_response, event, response_to
+
+log = logging.getLogger(__name__)
+
+#: Requests that name a thread, a frame, or a variables container: routed by that id.
+_BY_THREAD = frozenset(
+    {"continue", "next", "stepIn", "stepOut", "stepBack", "reverseContinue", "pause",
+     "stackTrace", "exceptionInfo", "stepInTargets", "goto"}
+)  # fmt: skip
+_BY_FRAME = frozenset({"scopes", "evaluate", "completions", "setExpression", "restartFrame"})
+_BY_VARIABLES = frozenset({"variables", "setVariable", "dataBreakpointInfo"})
+#: Configuration the client sets once and every worker gets, now or when it joins.
+_BROADCAST = frozenset({"setBreakpoints", "setExceptionBreakpoints", "setFunctionBreakpoints"})
+#: Requests a session may send to continue every worker it shows at once.
+CONTINUE_ALL = "raydapContinueAll"
+#: Files larger than this are not fetched from workers for clients that cannot open them.
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(eq=False)
+class Worker:
+    """A held worker as a session sees it: ``key`` is its breakpoint id."""
+
+    key: str
+    upstream: Upstream
+
+    @property
+    def label(self) -> str:
+        return self.upstream.name
+
+
+class WorkerFeed(Protocol):
+    """The workers a session shows, as they become available."""
+
+    #: True for a follow session, which outlives its workers; False for a single worker.
+    follows: bool
+
+    def start(self, join: Callable[[Worker], None]) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class SingleWorker:
+    """The feed of a session attached to one worker."""
+
+    follows = False
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    def start(self, join: Callable[[Worker], None]) -> None:
+        join(self.worker)
+
+    def stop(self) -> None:
+        pass
+
+
+class RoutingError(Exception):
+    """A request the mux cannot send to any worker; its message goes to the client."""
+
+
+class WorkerMux:
+    def __init__(
+        self,
+        feed: WorkerFeed,
+        send: Callable[[Request | Response | Event], None],
+        paths: PathMapper,
+        *,
+        all_threads: bool = False,
+        child_sessions: bool = False,
+        child_configuration: dict[str, Any] | None = None,
+    ) -> None:
+        self.feed = feed
+        self.workers: dict[str, Worker] = {}
+        self._send = send
+        self._paths = paths
+        self._all_threads = all_threads
+        self._child_sessions = child_sessions
+        self._child_configuration = child_configuration or {}
+        self._threads: IdMap[str] = IdMap()
+        self._frames: IdMap[str] = IdMap()
+        self._variables: IdMap[str] = IdMap()
+        self._sources: IdMap[str] = IdMap()
+        self._breakpoints: IdMap[str] = IdMap()
+        self._unopenable: dict[int, tuple[str, str]] = {}  # sourceReference -> worker, path
+        self._unopenable_refs: dict[tuple[str, str], int] = {}
+        self._configuration: dict[tuple[str, str], Request] = {}
+        self._joining: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    # -- workers coming and going -----------------------------------------------------------
+
+    def start(self) -> None:
+        self.feed.start(self._on_join)
+
+    def close(self) -> None:
+        self._closed = True
+        self.feed.stop()
+        for task in self._joining:
+            task.cancel()
+        for worker in self.workers.values():
+            worker.upstream.remove_client(self)
+        self.workers.clear()
+
+    def _on_join(self, worker: Worker) -> None:
+        if self._closed or worker.key in self.workers:
+            return
+        if self._child_sessions:
+            configuration = dict(self._child_configuration, breakpoint=worker.key)
+            configuration["name"] = worker.label
+            self._send(
+                Request(
+                    command="startDebugging",
+                    arguments={"request": "attach", "configuration": configuration},
+                )
+            )
+            return
+        task = asyncio.create_task(self._join(worker))
+        self._joining.add(task)
+        task.add_done_callback(self._joining.discard)
+
+    async def _join(self, worker: Worker) -> None:
+        """Give the worker this session's breakpoints, then show its stops.
+
+        The stops are replayed after the awaits and in the same step as subscribing, so a stop
+        that happens meanwhile is shown exactly once."""
+        await self._learn_paths(worker)
+        for request in list(self._configuration.values()):
+            try:
+                await self._forward(worker, request)
+            except (UpstreamError, RoutingError) as exc:
+                log.info("%s: could not apply %s: %s", worker.label, request.command, exc)
+        if self._closed or worker.upstream.state.value == "closed":
+            return
+        self.workers[worker.key] = worker
+        worker.upstream.add_client(self)
+        if self.feed.follows:
+            self._say(f"raydap: following {worker.label} ({worker.key})")
+        elif worker.upstream.process_event is not None:
+            self._send(worker.upstream.process_event)
+        for stop in list(worker.upstream.stops.values()):
+            self.upstream_event(worker.upstream, stop)
+
+    async def _learn_paths(self, worker: Worker) -> None:
+        """Read the stack once so the worker's package directory is known before breakpoints
+        are mapped to it."""
+        stop = worker.upstream.top_stop()
+        if not self._paths.active or stop is None:
+            return
+        try:
+            trace = await worker.upstream.request(
+                "stackTrace", {"threadId": (stop.body or {}).get("threadId", 0), "levels": 50}
+            )
+        except UpstreamError:
+            return
+        for frame in (trace.body or {}).get("stackFrames", []):
+            path = (frame.get("source") or {}).get("path")
+            if isinstance(path, str):
+                self._paths.to_client(worker.key, path)
+
+    def upstream_event(self, upstream: Upstream, message: Event) -> None:
+        worker = self._worker_of(upstream)
+        if worker is None:
+            return
+        body = message.body if isinstance(message.body, dict) else None
+        name = message.event
+        if name == "continued":
+            self._frames.forget(worker.key)
+            self._variables.forget(worker.key)
+        if name in ("process", "exited") and self.feed.follows:
+            return
+        if body is not None:
+            body = self._to_client(worker, dict(body))
+            if name == "stopped":
+                body["allThreadsStopped"] = False
+                body.setdefault("description", f"Paused in {worker.label}")
+            elif name == "continued":
+                body["allThreadsContinued"] = False
+        forwarded = event(name, body)
+        self._send(forwarded)
+
+    def upstream_closed(self, upstream: Upstream, reason: str) -> None:
+        worker = self._worker_of(upstream)
+        if worker is None:
+            return
+        del self.workers[worker.key]
+        for thread_id in self._threads.ids_of(worker.key):
+            self._send(event("thread", {"reason": "exited", "threadId": thread_id}))
+        for ids in (self._threads, self._frames, self._variables, self._breakpoints):
+            ids.forget(worker.key)
+        self._say(f"{worker.label}: {reason}")
+        if not self.feed.follows:
+            self._send(event("terminated"))
+
+    def _worker_of(self, upstream: Upstream) -> Worker | None:
+        return next((w for w in self.workers.values() if w.upstream is upstream), None)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def handle(self, request: Request) -> Response:
+        """Answer a client request by asking the worker(s) it concerns."""
+        command = request.command
+        try:
+            if command in _BROADCAST:
+                return await self._broadcast(request)
+            if command == "threads":
+                return response_to(request, {"threads": await self._all_thread_list()})
+            if command == CONTINUE_ALL:
+                return response_to(request, {"continued": await self._continue_all()})
+            if command == "source" and request.args.get("sourceReference") in self._unopenable:
+                return await self._unopenable_source(request)
+            worker = self._route(request)
+            return await self._forward(worker, request, for_client=True)
+        except RoutingError as exc:
+            return error_response(request.seq, command, str(exc))
+
+    def _route(self, request: Request) -> Worker:
+        args = request.args
+        command = request.command
+        mapped: tuple[str, int] | None = None
+        if command in _BY_THREAD and "threadId" in args:
+            mapped = self._threads.to_worker(int(args["threadId"]))
+        elif command in _BY_FRAME and args.get("frameId"):
+            mapped = self._frames.to_worker(int(args["frameId"]))
+        elif command in _BY_VARIABLES and "variablesReference" in args:
+            mapped = self._variables.to_worker(int(args["variablesReference"]))
+        elif command == "source" and args.get("sourceReference"):
+            mapped = self._sources.to_worker(int(args["sourceReference"]))
+        elif len(self.workers) == 1:
+            return next(iter(self.workers.values()))
+        else:
+            raise RoutingError(
+                f"{command!r} does not say which worker it is for; select a stack frame of a "
+                "paused worker first"
+                if self.workers
+                else "no paused worker in this session yet"
+            )
+        if mapped is None or mapped[0] not in self.workers:
+            raise RoutingError(f"{command!r} names an id of a worker that has resumed or left")
+        return self.workers[mapped[0]]
+
+    async def _forward(
+        self, worker: Worker, request: Request, *, for_client: bool = False
+    ) -> Response:
+        arguments = self._to_worker(worker, request.arguments)
+        response = await worker.upstream.request(request.command, arguments)
+        if for_client and isinstance(response.body, dict):
+            response = response.model_copy(
+                update={"body": self._to_client(worker, dict(response.body))}
+            )
+        return response
+
+    async def _broadcast(self, request: Request) -> Response:
+        """Configuration reaches every worker now, and each one that joins later."""
+        source = request.args.get("source") or {}
+        self._configuration[(request.command, str(source.get("path", "")))] = request
+        workers = list(self.workers.values())
+        if not workers:
+            if request.command != "setBreakpoints":
+                return response_to(request)
+            pending = [
+                {"verified": False, "line": b.get("line"), "message": "no paused worker yet"}
+                for b in request.args.get("breakpoints") or []
+            ]
+            return response_to(request, {"breakpoints": pending})
+        answers = await asyncio.gather(
+            *(self._forward(w, request, for_client=True) for w in workers), return_exceptions=True
+        )
+        for answer in answers:
+            if isinstance(answer, Response):
+                return answer
+        raise RoutingError(f"no worker answered {request.command!r}: {answers[0]}")
+
+    async def _all_thread_list(self) -> list[dict[str, Any]]:
+        workers = list(self.workers.values())
+        answers = await asyncio.gather(
+            *(w.upstream.request("threads") for w in workers), return_exceptions=True
+        )
+        if workers and not any(isinstance(a, Response) and a.success for a in answers):
+            raise RoutingError(
+                str(answers[0].message if isinstance(answers[0], Response) else answers[0])
+            )
+        threads: list[dict[str, Any]] = []
+        for worker, answer in zip(workers, answers, strict=True):
+            if not isinstance(answer, Response) or not answer.success:
+                continue
+            stopped = set(worker.upstream.stops)
+            for thread in (answer.body or {}).get("threads", []):
+                wanted = thread["id"] in stopped or thread.get("name") == "MainThread"
+                if self._all_threads or wanted:
+                    threads.append(
+                        {
+                            "id": self._threads.to_client(worker.key, thread["id"]),
+                            "name": f"{worker.label}: {thread.get('name', '')}",
+                        }
+                    )
+        return threads
+
+    async def _continue_all(self) -> list[str]:
+        async def resume(worker: Worker) -> str | None:
+            stop = worker.upstream.top_stop()
+            if stop is None:
+                return None
+            thread_id = (stop.body or {}).get("threadId", 0)
+            answer = await worker.upstream.request("continue", {"threadId": thread_id})
+            return worker.key if answer.success else None
+
+        done = await asyncio.gather(*(resume(w) for w in list(self.workers.values())))
+        return [key for key in done if key]
+
+    async def _unopenable_source(self, request: Request) -> Response:
+        """The text of a worker file the client cannot open, read through the worker itself
+        (debugpy serves no file by path, and the worker may be on another node)."""
+        key, path = self._unopenable[int(request.args["sourceReference"])]
+        worker = self.workers.get(key)
+        frame = next((c for c in self._frames.ids_of(key)), None) if worker else None
+        if worker is None or frame is None:
+            raise RoutingError(f"{path} can be read only while its worker is paused")
+        reader = (
+            f"(lambda p: p.read_text() if p.stat().st_size <= {MAX_SOURCE_BYTES} "
+            f"else '# file too large to show')(__import__('pathlib').Path({path!r}))"
+        )
+        answer = await worker.upstream.request(
+            "evaluate",
+            {"expression": reader, "frameId": self._frames.to_worker(frame)[1],  # type: ignore[index]
+             "context": "clipboard"},
+        )  # fmt: skip
+        if not answer.success:
+            raise RoutingError(f"cannot read {path} in {worker.label}: {answer.message}")
+        try:
+            text = ast.literal_eval(str((answer.body or {}).get("result", "")))
+        except (ValueError, SyntaxError):
+            raise RoutingError(f"cannot read {path} in {worker.label}") from None
+        return response_to(request, {"content": str(text), "mimeType": "text/x-python"})
+
+    # -- id and path translation ------------------------------------------------------------
+
+    def _to_worker(self, worker: Worker, arguments: Any) -> Any:
+        if not isinstance(arguments, dict):
+            return arguments
+        args = dict(arguments)
+        for name, ids in (("threadId", self._threads), ("frameId", self._frames),
+                          ("variablesReference", self._variables)):  # fmt: skip
+            if isinstance(args.get(name), int) and args[name]:
+                mapped = ids.to_worker(args[name])
+                if mapped is not None:
+                    args[name] = mapped[1]
+        if isinstance(args.get("source"), dict):
+            source = dict(args["source"])
+            if isinstance(source.get("path"), str):
+                source["path"] = self._paths.to_worker(worker.key, source["path"])
+            reference = source.get("sourceReference")
+            if isinstance(reference, int) and reference:
+                mapped = self._sources.to_worker(reference)
+                source["sourceReference"] = mapped[1] if mapped else 0
+            args["source"] = source
+        if isinstance(args.get("sourceReference"), int) and args["sourceReference"]:
+            mapped = self._sources.to_worker(args["sourceReference"])
+            args["sourceReference"] = mapped[1] if mapped else 0
+        return args
+
+    def _to_client(self, worker: Worker, body: dict[str, Any]) -> dict[str, Any]:
+        key = worker.key
+        if "threadId" in body and isinstance(body["threadId"], int):
+            body["threadId"] = self._threads.to_client(key, body["threadId"])
+        if isinstance(body.get("hitBreakpointIds"), list):
+            body["hitBreakpointIds"] = [
+                self._breakpoints.to_client(key, i) for i in body["hitBreakpointIds"]
+            ]
+        for frame in body.get("stackFrames") or []:
+            frame["id"] = self._frames.to_client(key, frame["id"])
+        for container in ("scopes", "variables"):
+            for item in body.get(container) or []:
+                self._remap_variables(key, item)
+        self._remap_variables(key, body)
+        for breakpoint in body.get("breakpoints") or []:
+            if "id" in breakpoint:
+                breakpoint["id"] = self._breakpoints.to_client(key, breakpoint["id"])
+        if isinstance(body.get("breakpoint"), dict) and "id" in body["breakpoint"]:
+            body["breakpoint"]["id"] = self._breakpoints.to_client(key, body["breakpoint"]["id"])
+        rewrite_sources(body, lambda source: self._source_to_client(key, source))
+        return body
+
+    def _remap_variables(self, key: str, item: dict[str, Any]) -> None:
+        if isinstance(item.get("variablesReference"), int) and item["variablesReference"]:
+            item["variablesReference"] = self._variables.to_client(key, item["variablesReference"])
+
+    def _source_to_client(self, key: str, source: dict[str, Any]) -> None:
+        reference = source.get("sourceReference")
+        if isinstance(reference, int) and reference:
+            source["sourceReference"] = self._sources.to_client(key, reference)
+        path = source.get("path")
+        if not isinstance(path, str):
+            return
+        if self._paths.is_unmapped_package_path(path) and not reference:
+            minted = self._unopenable_refs.get((key, path))
+            if minted is None:
+                minted = self._sources.to_client(key, -len(self._unopenable) - 1)
+                self._unopenable[minted] = (key, path)
+                self._unopenable_refs[key, path] = minted
+            source["sourceReference"] = minted
+            source.setdefault("origin", "Ray worker (file not on this machine)")
+        source["path"] = self._paths.to_client(key, path)
+
+    def _say(self, text: str) -> None:
+        self._send(event("output", {"category": "console", "output": text + "\n"}))

@@ -1,0 +1,93 @@
+"""What an attach request names: one worker, or every worker a follow filter matches."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from adapter import AttachError, SingleWorker, State, Worker, WorkerFeed
+from bridge.filters import WorkerFilter
+from bridge.holder import Holder
+from bridge.records import BreakpointRecord
+from bridge.registry import Change
+
+
+class FollowFeed:
+    """Every held worker that matches a filter, now and as they pause later.
+
+    A worker joins once it is held and matches (its task name arrives a moment after it is
+    held, so a filter on the task may match on a later update); once it leaves the registry
+    it may join again at its next pause.
+    """
+
+    follows = True
+
+    def __init__(self, holder: Holder, where: WorkerFilter) -> None:
+        self.holder = holder
+        self.where = where
+        self._joined: set[str] = set()
+        self._join: Callable[[Worker], None] = lambda worker: None
+        self._changes: asyncio.Queue[Change] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+
+    def start(self, join: Callable[[Worker], None]) -> None:
+        self._join = join
+        self._changes = self.holder.registry.subscribe()
+        self._watcher = asyncio.create_task(self._watch(self._changes))
+        for record in self.holder.registry.records():
+            self._offer(record)
+
+    def stop(self) -> None:
+        if self._changes is not None:
+            self.holder.registry.unsubscribe(self._changes)
+        if self._watcher is not None:
+            self._watcher.cancel()
+
+    async def _watch(self, changes: asyncio.Queue[Change]) -> None:
+        while True:
+            change = await changes.get()
+            if change.kind == "removed":
+                self._joined.discard(change.record.id)
+            else:
+                self._offer(change.record)
+
+    def _offer(self, record: BreakpointRecord) -> None:
+        upstream = self.holder.upstreams.get(record.id)
+        if record.id in self._joined or upstream is None or upstream.state is State.CLOSED:
+            return
+        if self.where.matches(record):
+            self._joined.add(record.id)
+            self._join(Worker(record.id, upstream))
+
+
+def follow_filter(arguments: dict[str, Any]) -> WorkerFilter:
+    """The ``follow`` attach argument: ``true``, absent, or a filter object."""
+    follow = arguments.get("follow", True)
+    if follow is True:
+        return WorkerFilter()
+    if isinstance(follow, dict):
+        try:
+            return WorkerFilter.model_validate(follow)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            )
+            raise AttachError(
+                f"bad follow filter ({problems}); it takes job, task (a glob), actor and node"
+            ) from None
+    raise AttachError('"follow" is true or a filter such as {"job": "02000000", "task": "train*"}')
+
+
+async def resolve(holder: Holder, arguments: dict[str, Any]) -> WorkerFeed:
+    """``breakpoint`` attaches to one worker; ``follow`` (or neither) follows many."""
+    wanted = arguments.get("breakpoint")
+    if wanted is not None:
+        if not isinstance(wanted, str) or not wanted:
+            raise AttachError('"breakpoint" is a worker id or its prefix (`raydap list`)')
+        upstream = await holder.upstream_for(wanted)
+        record_id = next(r for r, u in holder.upstreams.items() if u is upstream)
+        return SingleWorker(Worker(record_id, upstream))
+    return FollowFeed(holder, follow_filter(arguments))
