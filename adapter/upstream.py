@@ -236,15 +236,19 @@ class Upstream:
             self._on_change(self)
 
     def _resumed(self, thread_id: object, body: object) -> None:
-        """Forget the stops that ended, and tell every client (debugpy tells only the one
-        whose request resumed the worker, in its response)."""
+        """Forget the stops that ended, and tell every client once (debugpy tells only the
+        one whose request resumed the worker, in its response, and sometimes sends a
+        ``continued`` event of its own as well)."""
         all_threads = (
             not isinstance(body, dict) or body.get("allThreadsContinued", True) is not False
         )
         if all_threads or not isinstance(thread_id, int):
+            ended = bool(self.stops)
             self.stops.clear()
         else:
-            self.stops.pop(thread_id, None)
+            ended = self.stops.pop(thread_id, None) is not None
+        if not ended:
+            return
         if not self.stops and self.state is State.STOPPED:
             self.state = State.RUNNING
         continued: dict[str, Any] = {"allThreadsContinued": all_threads}

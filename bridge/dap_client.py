@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from adapter import Channel, open_tcp_channel
-from protocol import Event, Request, Response
+from protocol import Event, Request, Response, response_to
 
 Observer = Callable[[Request | Response | Event], None]
 
@@ -23,6 +23,7 @@ class DapClient:
     def __init__(self, channel: Channel, observe: Observer | None = None) -> None:
         self.channel = channel
         self.events: list[Event] = []
+        self.reverse_requests: list[Request] = []
         self._observe = observe or (lambda message: None)
         self._taken: set[int] = set()
         self._sending: set[asyncio.Future[None]] = set()
@@ -48,6 +49,10 @@ class DapClient:
                     async with self._changed:
                         self.events.append(message)
                         self._changed.notify_all()
+                else:  # a reverse request (startDebugging): accept it, as an editor does
+                    self.reverse_requests.append(message)
+                    self._seq += 1
+                    await self.channel.send(response_to(message), self._seq)
         finally:
             self.closed = True
             for future in self._pending.values():
@@ -99,15 +104,22 @@ class DapClient:
 
         return await asyncio.wait_for(wait(), timeout)
 
-    async def attach(self, **arguments: Any) -> Response:
-        """The whole handshake an editor does: initialize, attach, configurationDone."""
-        await self.request(
-            "initialize",
-            {"clientID": "raydap-cli", "adapterID": "ray", "linesStartAt1": True,
-             "columnsStartAt1": True, "pathFormat": "path"},
-        )  # fmt: skip
+    async def attach(
+        self,
+        *,
+        client_capabilities: dict[str, Any] | None = None,
+        configure: Callable[[], Awaitable[None]] | None = None,
+        **arguments: Any,
+    ) -> Response:
+        """The whole handshake an editor does: initialize, attach, then (after ``configure``,
+        where an editor sends its breakpoints) configurationDone."""
+        initialize = {"clientID": "raydap-cli", "adapterID": "ray", "linesStartAt1": True,
+                      "columnsStartAt1": True, "pathFormat": "path"}  # fmt: skip
+        await self.request("initialize", {**initialize, **(client_capabilities or {})})
         attach = await self.request("attach", arguments)
         await self.wait_event("initialized")
+        if configure is not None:
+            await configure()
         await self.request("configurationDone")
         return attach
 
