@@ -80,6 +80,13 @@ class RoutingError(Exception):
     """A request the mux cannot send to any worker; its message goes to the client."""
 
 
+def _client_id(arguments: dict[str, Any], name: str) -> int:
+    value = arguments.get(name)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RoutingError(f"{name} must be an integer, not {value!r}")
+    return value
+
+
 class WorkerMux:
     def __init__(
         self,
@@ -228,7 +235,8 @@ class WorkerMux:
                 return response_to(request, {"threads": await self._all_thread_list()})
             if command == CONTINUE_ALL:
                 return response_to(request, {"continued": await self._continue_all()})
-            if command == "source" and request.args.get("sourceReference") in self._unopenable:
+            reference = request.args.get("sourceReference")
+            if command == "source" and isinstance(reference, int) and reference in self._unopenable:
                 return await self._unopenable_source(request)
             worker = self._route(request)
             return await self._forward(worker, request, for_client=True)
@@ -240,13 +248,13 @@ class WorkerMux:
         command = request.command
         mapped: tuple[str, int] | None = None
         if command in _BY_THREAD and "threadId" in args:
-            mapped = self._threads.to_worker(int(args["threadId"]))
+            mapped = self._threads.to_worker(_client_id(args, "threadId"))
         elif command in _BY_FRAME and args.get("frameId"):
-            mapped = self._frames.to_worker(int(args["frameId"]))
+            mapped = self._frames.to_worker(_client_id(args, "frameId"))
         elif command in _BY_VARIABLES and "variablesReference" in args:
-            mapped = self._variables.to_worker(int(args["variablesReference"]))
+            mapped = self._variables.to_worker(_client_id(args, "variablesReference"))
         elif command == "source" and args.get("sourceReference"):
-            mapped = self._sources.to_worker(int(args["sourceReference"]))
+            mapped = self._sources.to_worker(_client_id(args, "sourceReference"))
         elif len(self.workers) == 1:
             return next(iter(self.workers.values()))
         else:

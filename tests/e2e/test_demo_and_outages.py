@@ -72,7 +72,7 @@ async def start_proxy(port: int, target: str) -> web.AppRunner:
     return runner
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def own_ray_head() -> Iterator[LocalRay]:
     """A Ray head of this test's own: the shared one's workers belong to the shared bridge
     (debugpy takes one client, so two bridges cannot hold the same worker)."""
@@ -109,4 +109,21 @@ async def test_dashboard_outage_degrades_health_and_discovery_recovers(
             stop_job(job)
         if proxy is not None:
             await proxy.cleanup()
+        stop_bridge(bridge)
+
+
+async def test_hold_timeout_resumes_workers_nobody_touches(
+    own_ray_head: LocalRay, tmp_path: Path
+) -> None:
+    log = tmp_path / "b.log"
+    bridge = start_bridge(["--address", own_ray_head.address, "--hold-timeout", "2"], log)
+    job = None
+    try:
+        job = await asyncio.to_thread(start_job, own_ray_head.address, "task_breakpoint.py")
+        [record] = await asyncio.to_thread(bridge.wait_records, job.job_id)
+        assert await asyncio.to_thread(job.result, 30) == "49"  # nobody continued it
+        assert f"hold timeout: resuming {record['id']}" in log.read_text()
+    finally:
+        if job is not None:
+            stop_job(job)
         stop_bridge(bridge)

@@ -114,6 +114,12 @@ async def test_requests_out_of_order_get_errors_that_say_what_to_do(
     assert not again.success and "already attached" in (again.message or "")
     terminate = await client.request("terminate", check=False)
     assert not terminate.success and "does not kill" in (terminate.message or "")
+    await client.request("configurationDone")
+    bad_id = await client.request("stackTrace", {"threadId": "main"}, check=False)
+    assert not bad_id.success and "threadId must be an integer" in (bad_id.message or "")
+    stale = await client.request("scopes", {"frameId": 999}, check=False)
+    assert not stale.success and "resumed or left" in (stale.message or "")
+    assert (await client.request("threads")).body["threads"]  # the session lives on
 
 
 async def test_worker_exit_ends_the_session_with_terminated(
