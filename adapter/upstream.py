@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from adapter.cache import Key, StopCache, answer_for
 from adapter.channel import Channel
 from protocol import Event, ProtocolError, Request, Response, event
 
@@ -71,6 +73,7 @@ class Upstream:
         self.stops: dict[int, Event] = {}
         self.process_event: Event | None = None
         self.clients: set[Client] = set()
+        self.cache = StopCache()
         self.close_reason = ""
         self._on_change = on_change or (lambda upstream: None)
         self._seq = 0
@@ -80,6 +83,7 @@ class Upstream:
         self._reader: asyncio.Task[None] | None = None
         self._detaching = False
         self._closer: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Future[Any]] = set()
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -151,9 +155,31 @@ class Upstream:
     ) -> Response:
         """Send a request and return debugpy's response (successful or not).
 
-        Raises :class:`UpstreamClosed` if the worker goes away and :class:`UpstreamError` if it
-        does not answer in time; either way only this request fails.
+        Read-only requests of a stopped worker are answered from :class:`StopCache` when the
+        same question was asked during this stop. Raises :class:`UpstreamClosed` if the worker
+        goes away and :class:`UpstreamError` if it does not answer in time; either way only
+        this request fails.
         """
+        key = self.cache.key(command, arguments) if self.state is State.STOPPED else None
+        if key is None:
+            response = await self._exchange(command, arguments, timeout)
+            if response.success:
+                self.cache.after_request(command, arguments)
+            return response
+        answer = self.cache.get(key)
+        if answer is None:
+            upstream_arguments = self.cache.upstream_arguments(command, arguments)
+            answer = asyncio.ensure_future(self._exchange(command, upstream_arguments, timeout))
+            self.cache.put(key, answer)
+            answer.add_done_callback(functools.partial(self._settled, key))
+        return answer_for(command, arguments, await asyncio.shield(answer))
+
+    def _settled(self, key: Key, answer: asyncio.Future[Response]) -> None:
+        if answer.cancelled() or answer.exception() is not None or not answer.result().success:
+            self.cache.discard(key, answer)
+
+    async def _exchange(self, command: str, arguments: Any, timeout: float | None) -> Response:
+        """One request and its response, uncached."""
         if self.state is State.CLOSED:
             raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
         self._seq += 1
@@ -212,11 +238,16 @@ class Upstream:
             self._initialized.set()
         elif name == "stopped":
             thread_id = body.get("threadId")
+            self.cache.clear()
             if isinstance(thread_id, int):
                 self.stops.pop(thread_id, None)
                 self.stops[thread_id] = message
             self.state = State.STOPPED
             self._first_stop.set()
+            if isinstance(thread_id, int):
+                self._spawn(self._prefetch(thread_id))
+        elif name in ("invalidated", "thread"):
+            self.cache.clear()
         elif name == "continued":
             self._resumed(body.get("threadId"), body)
             return  # _resumed forwards a continued event of its own
@@ -249,12 +280,33 @@ class Upstream:
             ended = self.stops.pop(thread_id, None) is not None
         if not ended:
             return
+        self.cache.clear()
         if not self.stops and self.state is State.STOPPED:
             self.state = State.RUNNING
         continued: dict[str, Any] = {"allThreadsContinued": all_threads}
         continued["threadId"] = thread_id if isinstance(thread_id, int) else 0
         self._broadcast(event("continued", continued))
         self._on_change(self)
+
+    async def _prefetch(self, thread_id: int) -> None:
+        """Warm the cache with what every editor asks first when a worker stops: the threads,
+        the stack, and the top frame's scopes and locals."""
+        with contextlib.suppress(UpstreamError):
+            threads = asyncio.ensure_future(self.request("threads"))
+            trace = await self.request("stackTrace", {"threadId": thread_id})
+            frames = (trace.body or {}).get("stackFrames") or []
+            if frames and self.state is State.STOPPED:
+                scopes = await self.request("scopes", {"frameId": frames[0]["id"]})
+                for scope in (scopes.body or {}).get("scopes", [])[:1]:
+                    reference = scope.get("variablesReference")
+                    if reference:
+                        await self.request("variables", {"variablesReference": reference})
+            await threads
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _broadcast(self, message: Event) -> None:
         for client in list(self.clients):
