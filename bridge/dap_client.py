@@ -112,16 +112,26 @@ class DapClient:
         **arguments: Any,
     ) -> Response:
         """The whole handshake an editor does: initialize, attach, then (after ``configure``,
-        where an editor sends its breakpoints) configurationDone."""
+        where an editor sends its breakpoints) configurationDone. The attach response is
+        awaited last: the bridge answers it at once, debugpy only after configurationDone."""
         initialize = {"clientID": "raydap-cli", "adapterID": "ray", "linesStartAt1": True,
                       "columnsStartAt1": True, "pathFormat": "path"}  # fmt: skip
         await self.request("initialize", {**initialize, **(client_capabilities or {})})
-        attach = await self.request("attach", arguments)
-        await self.wait_event("initialized")
+        attach = self.send_nowait("attach", arguments)
+        initialized: asyncio.Future[Any] = asyncio.ensure_future(self.wait_event("initialized"))
+        pending: list[asyncio.Future[Any]] = [attach, initialized]
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        if attach.done() and not attach.result().success:
+            initialized.cancel()
+            raise DapRequestFailed(attach.result())
+        await initialized
         if configure is not None:
             await configure()
         await self.request("configurationDone")
-        return attach
+        response = await asyncio.wait_for(attach, 30)
+        if not response.success:
+            raise DapRequestFailed(response)
+        return response
 
     async def close(self) -> None:
         if not self.closed:

@@ -149,7 +149,8 @@ class Holder:
         update: dict[str, Any] = {"state": state, "clients": len(upstream.clients)}
         stop = upstream.top_stop()
         if state == "held" and record.state != "held" and stop is not None:
-            update["paused_since"] = time.time()
+            if record.state == "running":  # a later stop; the first keeps its discovery time
+                update["paused_since"] = time.time()
             body = stop.body if isinstance(stop.body, dict) else {}
             if body.get("reason") == "exception":
                 update["kind"] = "exception"

@@ -1,0 +1,322 @@
+"""raydap benchmarks: the bridge against attaching to debugpy directly, side by side.
+
+    python -m bench.run [--smoke] [--json PATH]
+
+P1  discovery: ``breakpoint()`` in a real Ray task -> the worker listed by the bridge
+P2  attach to a held worker: connect -> ``stopped`` -> first ``stackTrace`` answered
+P3  read-only requests repeated on a stopped thread (threads, stackTrace, scopes, variables)
+P3b uncached requests (``evaluate`` of distinct expressions): bridge / direct
+P4  scale, with simulated workers (bench/fake_cluster.py): hold 1,000, follow them, continue
+P5  an idle bridge: RSS and CPU
+
+Direct and bridge figures for P2-P3b come from the same program (bench/debuggee.py) under the
+same debugpy; the bridge reaches its copy through a fake dashboard that lists it. ``--smoke``
+runs every stage briefly, to check the harness (CI), not to measure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bridge.dap_client import DapClient
+from bridge.local_ray import LocalRay
+
+HERE = Path(__file__).resolve().parent
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def process(command: list[str], env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    """A child process, stopped by its pid on the way out."""
+    child = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
+    try:
+        yield child
+    finally:
+        child.terminate()
+        try:
+            child.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+@contextmanager
+def serve(*args: str) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
+    """``raydap serve`` as a real process: (process, HTTP URL, DAP port)."""
+    command = [sys.executable, "-m", "bridge.cli", "serve", "--port", "0", "--dap-port", "0"]
+    with process([*command, *args]) as bridge:
+        assert bridge.stdout is not None
+        found = re.search(r"HTTP (\S+)\s+DAP \S+:(\d+)", bridge.stdout.readline())
+        assert found, "raydap serve did not start"
+        yield bridge, found[1], int(found[2])
+
+
+@contextmanager
+def fake_cluster(workers: int, real_ports: list[int] = []) -> Iterator[str]:  # noqa: B006
+    command = [sys.executable, "-m", "bench.fake_cluster", "--workers", str(workers)]
+    with process([*command, "--real", *map(str, real_ports)]) as cluster:
+        assert cluster.stdout is not None
+        line = cluster.stdout.readline()
+        assert line.startswith("READY "), line
+        yield line.split()[1]
+
+
+@contextmanager
+def debuggee() -> Iterator[int]:
+    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+    with process([sys.executable, "-Xfrozen_modules=off", str(HERE / "debuggee.py")], env) as d:
+        assert d.stdout is not None
+        yield int(d.stdout.readline())
+
+
+def usage(pid: int) -> tuple[float, float, float]:
+    """(RSS MB, peak RSS MB, CPU seconds) of a process."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = int(re.search(r"VmRSS:\s+(\d+)", status)[1]) / 1024  # type: ignore[index]
+    peak = int(re.search(r"VmHWM:\s+(\d+)", status)[1]) / 1024  # type: ignore[index]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return rss, peak, (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def http(url: str, body: dict[str, Any] | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method="POST" if data else "GET")
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+async def until(check: Callable[[], Any], timeout: float, every: float = 0.01) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = await asyncio.to_thread(check)
+        if found:
+            return found
+        await asyncio.sleep(every)
+    raise TimeoutError(f"timed out after {timeout} s")
+
+
+def ms(seconds: list[float]) -> dict[str, float]:
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"p50_ms": round(statistics.median(ordered) * 1000, 3),
+            "p95_ms": round(p95 * 1000, 3), "n": len(ordered)}  # fmt: skip
+
+
+async def timed(action: Callable[[], Awaitable[Any]]) -> float:
+    start = time.perf_counter()
+    await action()
+    return time.perf_counter() - start
+
+
+# -- stages ------------------------------------------------------------------------------------
+
+
+async def p1_discovery(pauses: int) -> dict[str, Any]:
+    with LocalRay(num_cpus=2) as head, serve("--address", head.address) as (_, url, _port):
+        env = dict(os.environ, RAY_ADDRESS=head.address)
+        job_command = [sys.executable, str(HERE / "jobs" / "pauses.py"), str(pauses)]
+        with process(job_command, env) as job:
+            latencies, seen = [], set()
+            for _ in range(pauses):
+
+                def paused() -> Any:
+                    records = http(url + "/api/v1/breakpoints")["breakpoints"]
+                    fresh = [r for r in records if r["state"] == "held"
+                             and r["location"] and r["paused_since"] not in seen]  # fmt: skip
+                    return fresh[0] if fresh else None
+
+                record = await until(paused, 120)
+                seen.add(record["paused_since"])
+                answer = http(url + "/api/v1/evaluate", {"expression": "stamp"})["results"]
+                stamp = float(next(a["result"] for a in answer if a["id"] == record["id"]))
+                latencies.append(record["paused_since"] - stamp)
+                http(url + f"/api/v1/breakpoints/{record['id']}/continue", {})
+            job.wait(timeout=60)
+    return ms(latencies)
+
+
+async def p2_p3(rounds: int) -> dict[str, Any]:
+    with debuggee() as direct_port, debuggee() as held_port, fake_cluster(0, [held_port]) as url:
+        with serve("--dashboard-url", url) as (_, http_url, dap_port):
+            record = await until(
+                lambda: [r for r in http(http_url + "/api/v1/breakpoints")["breakpoints"]
+                         if r["location"]], 30)  # fmt: skip
+            record_id = record[0]["id"]
+            figures: dict[str, Any] = {}
+            for side, port, args in (
+                ("direct", direct_port, {"justMyCode": False}),
+                ("bridge_tcp", dap_port, {"breakpoint": record_id}),
+            ):
+                figures[side] = await _attach_and_ask(port, args, rounds)
+    return figures
+
+
+async def _attach_and_ask(port: int, args: dict[str, Any], rounds: int) -> dict[str, Any]:
+    attaches = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        client = await DapClient.connect("127.0.0.1", port)
+        await client.attach(**args)
+        thread_id = (await client.wait_event("stopped")).body["threadId"]
+        await client.request("stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": 1})
+        attaches.append(time.perf_counter() - start)
+        await client.close()
+        await asyncio.sleep(0.2)  # the direct debuggee pauses again for the next client
+    client = await DapClient.connect("127.0.0.1", port)
+    await client.attach(**args)
+    thread_id = (await client.wait_event("stopped")).body["threadId"]
+    frames = (await client.request("stackTrace", {"threadId": thread_id})).body["stackFrames"]
+    scopes = (await client.request("scopes", {"frameId": frames[0]["id"]})).body["scopes"]
+    reference = scopes[0]["variablesReference"]
+    requests = [
+        ("threads", None),
+        ("stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": 20}),
+        ("scopes", {"frameId": frames[0]["id"]}),
+        ("variables", {"variablesReference": reference}),
+    ]
+    read_only = []
+    for _ in range(rounds * 5):
+        for command, arguments in requests:
+            read_only.append(await timed(lambda c=command, a=arguments: client.request(c, a)))
+    uncached = []
+    for i in range(rounds * 2):
+        expression = {"expression": f"payload['rank'] + {i}", "frameId": frames[0]["id"],
+                      "context": "watch"}  # fmt: skip
+        uncached.append(await timed(lambda e=expression: client.request("evaluate", e)))
+    await client.close()
+    return {"attach": ms(attaches), "read_only": ms(read_only), "uncached": ms(uncached)}
+
+
+async def p4_scale(workers: int) -> dict[str, Any]:
+    with fake_cluster(workers) as url, serve("--dashboard-url", url) as (bridge, http_url, dap):
+        start = time.perf_counter()
+        await until(lambda: sum(1 for r in http(http_url + "/api/v1/breakpoints")["breakpoints"]
+                                if r["state"] == "held" and r["location"]) >= workers,
+                    120, every=0.05)  # fmt: skip
+        hold = time.perf_counter() - start
+        client = await DapClient.connect("127.0.0.1", dap)
+        start = time.perf_counter()
+        await client.attach(follow={})
+        for _ in range(workers):
+            await client.wait_event("stopped", timeout=120)
+        follow = time.perf_counter() - start
+        start = time.perf_counter()
+        threads = (await client.request("threads", timeout=120)).body["threads"]
+        listing = time.perf_counter() - start
+        start = time.perf_counter()
+        continued = await asyncio.to_thread(http, http_url + "/api/v1/continue", {"filter": {}})
+        group_continue = time.perf_counter() - start
+        rss, peak, cpu = usage(bridge.pid)
+        await client.close()
+    return {
+        "workers": workers,
+        "hold_s": round(hold, 3),
+        "follow_all_stopped_s": round(follow, 3),
+        "follow_threads_s": round(listing, 3),
+        "threads_listed": len(threads),
+        "group_continue_s": round(group_continue, 3),
+        "continued": len(continued["continued"]),
+        "rss_mb": round(rss, 1),
+        "peak_rss_mb": round(peak, 1),
+        "cpu_s": round(cpu, 2),
+    }
+
+
+async def p5_idle(window: float) -> dict[str, Any]:
+    with fake_cluster(0) as url, serve("--dashboard-url", url) as (bridge, _, _port):
+        await asyncio.sleep(3)
+        _, _, cpu_before = usage(bridge.pid)
+        await asyncio.sleep(window)
+        rss, _, cpu_after = usage(bridge.pid)
+    return {"rss_mb": round(rss, 1), "cpu_percent": round(100 * (cpu_after - cpu_before) / window, 2)}
+
+
+# -- report ------------------------------------------------------------------------------------
+
+TARGETS = {
+    "P1 discovery p50": ("≤ 150 ms", lambda r: r["p1"]["p50_ms"] <= 150),
+    "P1 discovery p95": ("≤ 400 ms", lambda r: r["p1"]["p95_ms"] <= 400),
+    "P2 attach to held worker": ("≤ 10 ms", lambda r: r["p2_p3"]["bridge_tcp"]["attach"]["p50_ms"] <= 10),
+    "P3 read-only request": ("≤ 1 ms", lambda r: r["p2_p3"]["bridge_tcp"]["read_only"]["p50_ms"] <= 1),
+    "P3b uncached, bridge/direct": ("≤ 1.03", lambda r: r["p3b_ratio"] <= 1.03),
+    "P4 hold 1,000 workers": ("≤ 10 s", lambda r: r["p4"]["hold_s"] <= 10),
+    "P4 group continue": ("≤ 2 s", lambda r: r["p4"]["group_continue_s"] <= 2),
+    "P4 bridge RSS": ("≤ 250 MB", lambda r: r["p4"]["peak_rss_mb"] <= 250),
+    "P5 idle RSS": ("≤ 60 MB", lambda r: r["p5"]["rss_mb"] <= 60),
+    "P5 idle CPU": ("≤ 1 %", lambda r: r["p5"]["cpu_percent"] <= 1),
+}  # fmt: skip
+
+
+def table(results: dict[str, Any]) -> str:
+    direct, tcp = results["p2_p3"]["direct"], results["p2_p3"]["bridge_tcp"]
+    values = {
+        "P1 discovery p50": f"{results['p1']['p50_ms']} ms",
+        "P1 discovery p95": f"{results['p1']['p95_ms']} ms",
+        "P2 attach to held worker": f"{tcp['attach']['p50_ms']} ms (direct {direct['attach']['p50_ms']} ms)",
+        "P3 read-only request": f"{tcp['read_only']['p50_ms']} ms (direct {direct['read_only']['p50_ms']} ms)",
+        "P3b uncached, bridge/direct": f"{results['p3b_ratio']} ({tcp['uncached']['p50_ms']} / {direct['uncached']['p50_ms']} ms)",
+        "P4 hold 1,000 workers": f"{results['p4']['hold_s']} s for {results['p4']['workers']}",
+        "P4 group continue": f"{results['p4']['group_continue_s']} s ({results['p4']['continued']} continued)",
+        "P4 bridge RSS": f"{results['p4']['peak_rss_mb']} MB peak",
+        "P5 idle RSS": f"{results['p5']['rss_mb']} MB",
+        "P5 idle CPU": f"{results['p5']['cpu_percent']} % of a core",
+    }  # fmt: skip
+    rows = [("measure", "result", "target", "met")]
+    for name, (target, met) in TARGETS.items():
+        rows.append((name, values[name], target, "yes" if met(results) else "NO"))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join(
+        "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |"
+        for row in rows
+    )
+
+
+async def run(smoke: bool) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},  # fmt: skip
+        "smoke": smoke,
+    }
+    results["p1"] = await p1_discovery(2 if smoke else 20)
+    results["p2_p3"] = await p2_p3(2 if smoke else 10)
+    direct, tcp = results["p2_p3"]["direct"], results["p2_p3"]["bridge_tcp"]
+    results["p3b_ratio"] = round(tcp["uncached"]["p50_ms"] / direct["uncached"]["p50_ms"], 3)
+    results["p4"] = await p4_scale(20 if smoke else 1000)
+    results["p5"] = await p5_idle(1.0 if smoke else 20.0)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="every stage, briefly (for CI)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    options = parser.parse_args()
+    results = asyncio.run(run(options.smoke))
+    print(table(results))
+    print(json.dumps(results, indent=2))
+    if options.json:
+        options.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
