@@ -291,8 +291,8 @@ class Upstream:
     async def _prefetch(self, thread_id: int) -> None:
         """Warm the cache with what every editor asks first when a worker stops: the threads,
         the stack, and the top frame's scopes and locals."""
-        with contextlib.suppress(UpstreamError):
-            threads = asyncio.ensure_future(self.request("threads"))
+
+        async def top_of_stack() -> None:
             trace = await self.request("stackTrace", {"threadId": thread_id})
             frames = (trace.body or {}).get("stackFrames") or []
             if frames and self.state is State.STOPPED:
@@ -301,7 +301,9 @@ class Upstream:
                     reference = scope.get("variablesReference")
                     if reference:
                         await self.request("variables", {"variablesReference": reference})
-            await threads
+
+        # Failures are not worth reporting: a warm-up that fails just leaves the cache cold.
+        await asyncio.gather(self.request("threads"), top_of_stack(), return_exceptions=True)
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.ensure_future(coroutine)

@@ -19,7 +19,8 @@ import resource
 from typing import Any
 
 from aiohttp import web
-from protocol import Decoder, Event, Request, encode, event, response_to
+
+from protocol import Decoder, Request, encode, event, response_to
 
 FRAMES = [
     {"id": 1, "name": "step", "line": 14, "column": 1, "source": {"path": "/fake/train.py"}},

@@ -56,12 +56,15 @@ class Holder:
         handshake_timeout: float = 10.0,
         request_timeout: float = 30.0,
         hold_timeout: float | None = None,
+        detach_grace: float = 1.0,
     ) -> None:
         self.registry = registry
         self._describe = describe
         self.handshake_timeout = handshake_timeout
         self.request_timeout = request_timeout
         self.hold_timeout = hold_timeout
+        self.detach_grace = detach_grace
+        self._idle: set[str] = set()
         self.upstreams: dict[str, Upstream] = {}
         self._holding: dict[str, asyncio.Future[Upstream]] = {}
         self._failed_at: dict[str, float] = {}
@@ -143,8 +146,9 @@ class Holder:
             return
         if record is None:
             return
-        if upstream.state is State.RUNNING and not upstream.clients:
-            self._spawn(upstream.detach())
+        if upstream.state is State.RUNNING and not upstream.clients and rid not in self._idle:
+            self._idle.add(rid)
+            self._spawn(self._detach_if_idle(rid, upstream))
         state = "held" if upstream.state is State.STOPPED else "running"
         update: dict[str, Any] = {"state": state, "clients": len(upstream.clients)}
         stop = upstream.top_stop()
@@ -164,6 +168,19 @@ class Holder:
             self._spawn(self._locate(rid, upstream, body.get("threadId")))
             self._spawn(self._name_task(rid))
         self.registry.put(record.model_copy(update=update))
+
+    async def _detach_if_idle(self, rid: str, upstream: Upstream) -> None:
+        """Detach a worker that runs with nobody watching, so it runs at full speed.
+
+        Not at once: a worker continued in a loop often hits its next ``breakpoint()``
+        within moments, and a stop that reaches debugpy while it processes ``disconnect`` is
+        resumed by it and lost. During the grace period such a stop is simply held."""
+        try:
+            await asyncio.sleep(self.detach_grace)
+            if upstream.state is State.RUNNING and not upstream.clients:
+                await upstream.detach()
+        finally:
+            self._idle.discard(rid)
 
     async def _name_task(self, rid: str) -> None:
         """Fill in job, task and actor from the dashboard once it lists the running task."""
