@@ -41,5 +41,9 @@ integration: $(STAMP)
 e2e: $(STAMP)
 	$(BIN)/python -m pytest -q tests/e2e
 
+## The benchmarks of docs/performance.md (several minutes; not part of `make test`).
+bench: $(STAMP)
+	$(BIN)/python -m bench.run --json bench/results.json
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -77,7 +77,8 @@ class Upstream:
         self.close_reason = ""
         self._on_change = on_change or (lambda upstream: None)
         self._seq = 0
-        self._pending: dict[int, asyncio.Future[Response]] = {}
+        #: Requests awaiting their response: seq -> (future, the request).
+        self._pending: dict[int, tuple[asyncio.Future[Response], Request]] = {}
         self._initialized = asyncio.Event()
         self._first_stop = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
@@ -185,10 +186,10 @@ class Upstream:
         self._seq += 1
         seq = self._seq
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
-        self._pending[seq] = future
         message = Request(command=command)
         if arguments is not None:
             message.arguments = arguments
+        self._pending[seq] = (future, message)
         try:
             await self.channel.send(message, seq)
             response = await asyncio.wait_for(future, timeout or self.request_timeout)
@@ -201,8 +202,6 @@ class Upstream:
             raise UpstreamClosed(f"worker {self.name} is gone: {exc!r}") from None
         finally:
             self._pending.pop(seq, None)
-        if response.success and command in RESUMING_COMMANDS:
-            self._resumed(message.args.get("threadId"), response.body)
         return _mend(response)
 
     # -- events -----------------------------------------------------------------------------
@@ -212,9 +211,7 @@ class Upstream:
         try:
             while (message := await self.channel.receive()) is not None:
                 if isinstance(message, Response):
-                    future = self._pending.get(message.request_seq)
-                    if future is not None and not future.done():
-                        future.set_result(message)
+                    self._on_response(message)
                 elif isinstance(message, Event):
                     self._on_event(message)
                 else:
@@ -230,6 +227,18 @@ class Upstream:
             with contextlib.suppress(Exception):
                 await self.channel.close()
             self._closed("detached" if self._detaching else reason)
+
+    def _on_response(self, message: Response) -> None:
+        pending = self._pending.get(message.request_seq)
+        if pending is None:
+            return
+        future, request = pending
+        # Applied here, in wire order: the worker may stop again right after resuming, and
+        # that stopped event may be read before the requester's coroutine runs again.
+        if message.success and request.command in RESUMING_COMMANDS:
+            self._resumed(request.args.get("threadId"), message.body)
+        if not future.done():
+            future.set_result(message)
 
     def _on_event(self, message: Event) -> None:
         name = message.event
@@ -320,7 +329,7 @@ class Upstream:
         self.state = State.CLOSED
         self.close_reason = reason
         self.stops.clear()
-        for future in self._pending.values():
+        for future, _ in self._pending.values():
             if not future.done():
                 future.set_exception(UpstreamClosed(f"worker {self.name} is gone ({reason})"))
         for client in list(self.clients):

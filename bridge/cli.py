@@ -117,6 +117,17 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _raise_open_file_limit() -> None:
+    """Each held worker is a socket: lift the soft limit (often 1,024) to the hard one."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        target = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from bridge.cluster import ClusterNotFound, dashboard_url
     from bridge.server import Bridge, ServeConfig
@@ -142,6 +153,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.insecure and not _is_loopback(args.host):
         print(f"raydap: WARNING: --insecure: anyone reaching {args.host} can run code in "
               "every paused Ray worker", file=sys.stderr)  # fmt: skip
+    _raise_open_file_limit()
     return asyncio.run(_serve(Bridge(config)))
 
 

@@ -1,0 +1,29 @@
+"""The benchmark harness runs end to end (briefly). Its figures are not checked here: speed is
+measured by `make bench` and recorded in docs/performance.md, not asserted by tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def test_benchmark_harness_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--smoke", "--json", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    figures = json.loads(out.read_text())
+    assert figures["p1"]["n"] == 2
+    for side in ("direct", "bridge_tcp"):
+        assert {"attach", "read_only", "uncached"} <= figures["p2_p3"][side].keys()
+    assert figures["p4"]["continued"] == figures["p4"]["workers"] == 20
+    assert figures["p4"]["threads_listed"] == 20
+    assert "| P3 read-only request" in run.stdout
