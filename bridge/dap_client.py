@@ -37,6 +37,12 @@ class DapClient:
     async def connect(cls, host: str, port: int, observe: Observer | None = None) -> DapClient:
         return cls(await open_tcp_channel(host, port), observe)
 
+    @classmethod
+    async def connect_websocket(cls, url: str, observe: Observer | None = None) -> DapClient:
+        from bridge.websockets import open_websocket_channel
+
+        return cls(await open_websocket_channel(url), observe)
+
     async def _read_loop(self) -> None:
         try:
             while (message := await self.channel.receive()) is not None:

@@ -94,10 +94,12 @@ class DashboardClient:
             async with self._session.get(url) as response:
                 if response.status != 200:
                     raise DashboardError(f"dashboard answered HTTP {response.status} for {url}")
-                body = await response.content.read(MAX_RESPONSE_BYTES + 1)
-                if len(body) > MAX_RESPONSE_BYTES:
-                    raise DashboardError(f"dashboard answer over {MAX_RESPONSE_BYTES} bytes")
-                return _json(body)
+                body = bytearray()
+                async for chunk in response.content.iter_chunked(1 << 16):
+                    body += chunk
+                    if len(body) > MAX_RESPONSE_BYTES:
+                        raise DashboardError(f"dashboard answer over {MAX_RESPONSE_BYTES} bytes")
+                return _json(bytes(body))
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             why = str(exc) or type(exc).__name__
             raise DashboardError(f"dashboard at {self.base_url} unreachable: {why}") from None

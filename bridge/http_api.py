@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adapter import AttachError, UpstreamError
-from bridge import group
+from adapter.session import Resolver
+from bridge import group, websockets
 from bridge.filters import WorkerFilter
 from bridge.holder import Holder
 
@@ -96,8 +98,17 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response(request.app[STATUS]())
 
 
-def make_app(holder: Holder, status: StatusSource) -> web.Application:
+def make_app(
+    holder: Holder,
+    status: StatusSource,
+    resolve: Resolver,
+    capabilities: Callable[[], dict[str, Any]],
+) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app.router.add_get("/dap", lambda request: websockets.serve_dap(request, resolve, capabilities))
+    app.router.add_get(
+        "/api/v1/events", lambda request: websockets.serve_events(request, holder.registry)
+    )
     app[HOLDER] = holder
     app[STATUS] = status
     app.router.add_get("/api/v1/breakpoints", list_breakpoints)

@@ -51,7 +51,8 @@ class Bridge:
             is_known=self.holder.is_known,
             interval=config.poll_interval,
         )
-        self.dap = DapListener(functools.partial(resolve, self.holder), self.capabilities)
+        self.resolve = functools.partial(resolve, self.holder)
+        self.dap = DapListener(self.resolve, self.capabilities)
         self.http_address: tuple[str, int] = ("", 0)
         self.dap_address: tuple[str, int] = ("", 0)
         self._runner: web.AppRunner | None = None
@@ -74,7 +75,8 @@ class Bridge:
 
     async def start(self) -> None:
         """Bind both listeners and start discovering; returns once they accept connections."""
-        self._runner = web.AppRunner(make_app(self.holder, self.status), access_log=None)
+        app = make_app(self.holder, self.status, self.resolve, self.capabilities)
+        self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.config.host, self.config.port).start()
         bound = self._runner.addresses[0]

@@ -9,7 +9,8 @@ import pytest
 from bridge.dap_client import DapClient
 from tests.dap_schema import schema_errors
 
-Connect = Callable[[str, int], Awaitable[DapClient]]
+#: ``connect(host, port)`` for the TCP listener, ``connect("ws://.../dap?...")`` for WebSocket.
+Connect = Callable[..., Awaitable[DapClient]]
 
 
 @pytest.fixture
@@ -25,8 +26,11 @@ async def dap_connect() -> AsyncIterator[Connect]:
         if errors:
             invalid.append((wire, errors))
 
-    async def connect(host: str, port: int) -> DapClient:
-        client = await DapClient.connect(host, port, observe)
+    async def connect(where: str, port: int | None = None) -> DapClient:
+        if port is None:
+            client = await DapClient.connect_websocket(where, observe)
+        else:
+            client = await DapClient.connect(where, port, observe)
         clients.append(client)
         return client
 

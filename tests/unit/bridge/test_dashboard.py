@@ -52,6 +52,14 @@ async def test_paused_workers_are_parsed(dashboard) -> None:  # type: ignore[no-
     assert (worker.ip, worker.debugger_port, worker.pid) == ("10.0.0.2", 44523, 2222)
 
 
+async def test_a_large_answer_is_read_whole(dashboard) -> None:  # type: ignore[no-untyped-def]
+    client, answers = dashboard
+    rows = [dict(WORKER, worker_id=f"{i:056x}", debugger_port=10000 + i) for i in range(3000)]
+    answers["/api/v0/workers"] = web.json_response(state_answer(rows))  # about 700 KB
+    workers = await client.paused_workers()
+    assert [w.debugger_port for w in workers] == [10000 + i for i in range(3000)]
+
+
 async def test_running_task_prefers_the_running_row(dashboard) -> None:  # type: ignore[no-untyped-def]
     client, answers = dashboard
     rows = [
