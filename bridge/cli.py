@@ -129,7 +129,7 @@ def _raise_open_file_limit() -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from bridge.cluster import ClusterNotFound, dashboard_url
+    from bridge.cluster import ClusterNotFound, locate
     from bridge.server import Bridge, ServeConfig
 
     if not _is_loopback(args.host) and not args.insecure:
@@ -141,12 +141,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        url = dashboard_url(args.address, args.dashboard_url)
+        cluster = locate(args.address, args.dashboard_url)
     except ClusterNotFound as exc:
         print(f"raydap: {exc}", file=sys.stderr)
         return 2
     config = ServeConfig(
-        dashboard_url=url, host=args.host, port=args.port, dap_port=args.dap_port,
+        dashboard_url=cluster.dashboard_url, gcs_address=cluster.gcs_address,
+        host=args.host, port=args.port, dap_port=args.dap_port,
         poll_interval=args.poll_interval, hold_timeout=args.hold_timeout,
         request_timeout=args.request_timeout,
     )  # fmt: skip

@@ -8,19 +8,29 @@ address); otherwise the dashboard address the head records in GCS, for ``--addre
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 
 class ClusterNotFound(Exception):
     """No Ray cluster could be found; the message says what to pass."""
 
 
-def dashboard_url(address: str | None, dashboard: str | None) -> str:
+@dataclass(frozen=True)
+class Cluster:
+    dashboard_url: str
+    #: Known unless only a dashboard URL was given; needed to list legacy pdb breakpoints.
+    gcs_address: str | None = None
+
+
+def locate(address: str | None, dashboard: str | None) -> Cluster:
     if dashboard:
-        return _http(dashboard)
+        gcs = _gcs_address(address) if address else None
+        return Cluster(_http(dashboard), gcs)
     address = address or os.environ.get("RAY_ADDRESS") or "auto"
     if address.startswith(("http://", "https://")):
-        return address
-    return _http(_dashboard_from_gcs(_gcs_address(address)))
+        return Cluster(address)
+    gcs = _gcs_address(address)
+    return Cluster(_http(_dashboard_from_gcs(gcs)), gcs)
 
 
 def _http(url: str) -> str:

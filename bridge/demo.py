@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from bridge.cluster import ClusterNotFound, dashboard_url
+from bridge.cluster import ClusterNotFound, locate
 from bridge.dap_client import DapClient
 from bridge.local_ray import LocalRay
 from bridge.render import breakpoints_table
@@ -37,7 +37,7 @@ async def run_demo(*, headless: bool, port: int, dap_port: int, timeout: float =
     address = os.environ.get("RAY_ADDRESS")
     try:
         if address:
-            url = dashboard_url(address, None)
+            url = locate(address, None).dashboard_url
         else:
             say("starting a local Ray head (loopback, temporary directory) ...")
             local = await asyncio.to_thread(LocalRay().start)

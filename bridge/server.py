@@ -18,6 +18,7 @@ from bridge.dashboard import DashboardClient
 from bridge.discovery import Discovery
 from bridge.holder import Holder
 from bridge.http_api import make_app
+from bridge.legacy import LegacyPdbDiscovery
 from bridge.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class ServeConfig:
     dashboard_url: str
+    gcs_address: str | None = None
     host: str = "127.0.0.1"
     port: int = 7800
     dap_port: int = 7801
@@ -86,6 +88,9 @@ class Bridge:
             asyncio.create_task(self.discovery.run(), name="discovery"),
             asyncio.create_task(self._expire_loop(), name="hold timeout"),
         ]
+        if self.config.gcs_address:
+            legacy = LegacyPdbDiscovery(self.config.gcs_address, self.registry)
+            self._tasks.append(asyncio.create_task(legacy.run(), name="legacy pdb discovery"))
 
     async def _expire_loop(self) -> None:
         while True:

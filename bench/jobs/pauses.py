@@ -1,4 +1,10 @@
-"""P1: a task that pauses again and again, stamping the time just before each breakpoint()."""
+"""P1: a task that pauses again and again, stamping the time just before each breakpoint().
+
+    pauses.py TIMES GAP
+
+waits GAP seconds before each pause: longer than the bridge's detach grace (1 s) means each
+pause must be discovered afresh; 0 means it arrives on the connection the bridge still holds.
+"""
 
 import sys
 import time
@@ -9,11 +15,12 @@ ray.init()
 
 
 @ray.remote
-def pause(times):
+def pause(times, gap):
     for _ in range(times):
+        time.sleep(gap)
         stamp = time.time()  # noqa: F841 (read by the benchmark through the bridge)
         breakpoint()
     return times
 
 
-print("RESULT", ray.get(pause.remote(int(sys.argv[1]))), flush=True)
+print("RESULT", ray.get(pause.remote(int(sys.argv[1]), float(sys.argv[2]))), flush=True)

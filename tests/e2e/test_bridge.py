@@ -222,3 +222,30 @@ async def test_worker_killed_while_attached_ends_its_session_only(
     stopped, _ = await stopped_frame(bystander)
     await bystander.request("continue", {"threadId": stopped["threadId"]})
     assert other_job.result() == "2 5"
+
+
+async def test_legacy_pdb_breakpoints_are_listed_with_how_to_reach_them(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    job = run_job("legacy_pdb.py")
+    [record] = bridge.wait_records(job.job_id, where=lambda r: r["kind"] == "legacy-pdb")
+    assert record["id"].startswith("pdb-")
+    assert record["task_name"] == "old_style"
+    assert record["location"]["line"] == break_line("legacy_pdb.py", "legacy")
+    assert record["location"]["path"].endswith("legacy_pdb.py")
+
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.request("initialize", {"adapterID": "test"})
+    refused = await client.request("attach", {"breakpoint": record["id"]}, check=False)
+    assert not refused.success and "ray debug" in (refused.message or "")
+
+    # Release it the legacy way: pdb's own socket, then the listing forgets it.
+    _, writer = await asyncio.open_connection("127.0.0.1", record["debugger_port"])
+    writer.write(b"c\n")
+    await writer.drain()
+    assert job.result() == "2"
+    writer.close()
+    deadline = time.monotonic() + 10
+    while bridge.records(job.job_id) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert bridge.records(job.job_id) == []
