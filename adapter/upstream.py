@@ -248,6 +248,12 @@ class Upstream:
         elif name == "stopped":
             thread_id = body.get("threadId")
             self.cache.clear()
+            if self._detaching:
+                log.warning(
+                    "%s stopped while the bridge was detaching: debugpy resumes it on "
+                    "disconnect, so this breakpoint() is skipped",
+                    self.name,
+                )
             if isinstance(thread_id, int):
                 self.stops.pop(thread_id, None)
                 self.stops[thread_id] = message
