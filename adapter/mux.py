@@ -34,6 +34,11 @@ _BY_VARIABLES = frozenset({"variables", "setVariable", "dataBreakpointInfo"})
 _BROADCAST = frozenset({"setBreakpoints", "setExceptionBreakpoints", "setFunctionBreakpoints"})
 #: Requests a session may send to continue every worker it shows at once.
 CONTINUE_ALL = "raydapContinueAll"
+#: Requests the audit log records: each runs code, changes state or moves a worker.
+AUDITED = frozenset(
+    {"continue", "next", "stepIn", "stepOut", "stepBack", "reverseContinue", "goto",
+     "evaluate", "setVariable", "setExpression"}
+)  # fmt: skip
 #: Files larger than this are not fetched from workers for clients that cannot open them.
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
@@ -97,6 +102,7 @@ class WorkerMux:
         all_threads: bool = False,
         child_sessions: bool = False,
         child_configuration: dict[str, Any] | None = None,
+        audit: Callable[[str, str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.feed = feed
         self.workers: dict[str, Worker] = {}
@@ -105,6 +111,7 @@ class WorkerMux:
         self._all_threads = all_threads
         self._child_sessions = child_sessions
         self._child_configuration = child_configuration or {}
+        self._audit = audit or (lambda command, worker, arguments: None)
         self._threads: IdMap[str] = IdMap()
         self._frames: IdMap[str] = IdMap()
         self._variables: IdMap[str] = IdMap()
@@ -234,6 +241,8 @@ class WorkerMux:
             if command == "threads":
                 return response_to(request, {"threads": await self._all_thread_list()})
             if command == CONTINUE_ALL:
+                for key in self.workers:
+                    self._audit("continue", key, {})
                 return response_to(request, {"continued": await self._continue_all()})
             reference = request.args.get("sourceReference")
             if command == "source" and isinstance(reference, int) and reference in self._unopenable:
@@ -272,6 +281,8 @@ class WorkerMux:
         self, worker: Worker, request: Request, *, for_client: bool = False
     ) -> Response:
         arguments = self._to_worker(worker, request.arguments)
+        if for_client and request.command in AUDITED:
+            self._audit(request.command, worker.key, request.args)
         response = await worker.upstream.request(request.command, arguments)
         if for_client and isinstance(response.body, dict):
             response = response.model_copy(

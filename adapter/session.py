@@ -18,7 +18,7 @@ import contextlib
 import enum
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from adapter.capabilities import bridge_capabilities
 from adapter.channel import Channel
@@ -38,6 +38,28 @@ class AttachError(Exception):
 Resolver = Callable[[dict[str, Any]], Awaitable[WorkerFeed]]
 
 
+class Grant(Protocol):
+    """What a client was allowed at attach (the bridge's tokens implement it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def allows(self, command: str) -> bool: ...
+
+
+#: Checks an attach request's credentials (its arguments); returns a grant or raises AttachError.
+Authorize = Callable[[dict[str, Any]], Grant]
+#: Records what a client did: ``audit(action, client=..., token=..., **details)``.
+Audit = Callable[..., None]
+
+
+class _Everyone:
+    name = "anonymous"
+
+    def allows(self, command: str) -> bool:
+        return True
+
+
 class Phase(enum.Enum):
     NEW = "new"
     INITIALIZED = "initialized"
@@ -55,12 +77,19 @@ class ClientSession:
         resolve: Resolver,
         *,
         capabilities: Callable[[], dict[str, Any]],
+        authorize: Authorize | None = None,
+        audit: Audit | None = None,
+        handshake_timeout: float = 10.0,
         max_queued: int = 10_000,
     ) -> None:
         self.channel = channel
         self.phase = Phase.NEW
         self.mux: WorkerMux | None = None
+        self.grant: Grant = _Everyone()
         self._resolve = resolve
+        self._authorize = authorize or (lambda arguments: _Everyone())
+        self._audit_sink = audit
+        self._handshake_timeout = handshake_timeout
         self._capabilities = capabilities
         self._client_arguments: dict[str, Any] = {}
         self._announced: dict[str, Any] = {}
@@ -78,8 +107,14 @@ class ClientSession:
         writer = asyncio.create_task(self._write_loop(), name=f"client {self.peer} writer")
         try:
             while self.phase is not Phase.CLOSED:
+                handshaking = self.phase in (Phase.NEW, Phase.INITIALIZED)
                 try:
-                    message = await self.channel.receive()
+                    message = await asyncio.wait_for(
+                        self.channel.receive(), self._handshake_timeout if handshaking else None
+                    )
+                except asyncio.TimeoutError:
+                    log.info("client %s did not attach in %g s", self.peer, self._handshake_timeout)
+                    break
                 except ProtocolError as exc:
                     log.info("client %s sent bad DAP: %s", self.peer, exc)
                     if exc.request_seq is not None:
@@ -119,6 +154,8 @@ class ClientSession:
             await self._on_attach(request)
         elif command == "disconnect":
             self._send(response_to(request))
+            if self.mux is not None:
+                self._audit("detach")
             self._leave()
         elif self.mux is None:
             self._fail(request, "send 'attach' first")
@@ -129,6 +166,11 @@ class ClientSession:
                 self.mux.start()
         elif command == "terminate":
             self._fail(request, "raydap does not kill Ray workers; continue or disconnect instead")
+        elif not self.grant.allows(command):
+            self._fail(
+                request,
+                f"the token {self.grant.name!r} may only look: {command!r} needs a debug token",
+            )
         else:
             self._spawn(self._relay(self.mux, request))
 
@@ -140,6 +182,11 @@ class ClientSession:
             self._fail(request, "this session is already attached")
             return
         args = request.args
+        try:
+            self.grant = self._authorize(args)  # before anything can reach a worker
+        except AttachError as exc:
+            self._fail(request, str(exc))
+            return
         child_sessions = bool(args.get("childSessions"))
         if child_sessions and not self._client_arguments.get("supportsStartDebuggingRequest"):
             self._fail(request, "childSessions needs a client that supports startDebugging")
@@ -154,11 +201,17 @@ class ClientSession:
             feed,
             self._send,
             PathMapper.from_attach(args),
+            audit=self._audit_request,
             all_threads=bool(args.get("allThreads")),
             child_sessions=child_sessions,
             child_configuration={k: args[k] for k in passed_on if k in args},
         )
         self.phase = Phase.CONFIGURING
+        self._audit(
+            "attach",
+            worker=feed.worker.key if isinstance(feed, SingleWorker) else None,
+            follow=None if isinstance(feed, SingleWorker) else args.get("follow", True),
+        )
         self._send(response_to(request))
         if isinstance(feed, SingleWorker):
             actual = bridge_capabilities(feed.worker.upstream.capabilities)
@@ -175,6 +228,19 @@ class ClientSession:
         self._send(response.model_copy(update={"request_seq": request.seq}))
 
     # -- plumbing ---------------------------------------------------------------------------
+
+    def _audit_request(self, command: str, worker: str, arguments: dict[str, Any]) -> None:
+        self._audit(
+            command,
+            worker=worker,
+            expression=arguments.get("expression"),
+            variable=arguments.get("name"),
+            value=arguments.get("value"),
+        )
+
+    def _audit(self, action: str, **details: Any) -> None:
+        if self._audit_sink is not None:
+            self._audit_sink(action, client=self.peer, token=self.grant.name, **details)
 
     def _leave(self) -> None:
         if self.phase is Phase.CLOSED:

@@ -25,6 +25,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
@@ -37,6 +38,8 @@ from bridge.local_ray import LocalRay
 
 HERE = Path(__file__).resolve().parent
 TICKS = os.sysconf("SC_CLK_TCK")
+#: The log of the latest ``raydap serve`` the benchmark started (read it when a stage fails).
+SERVE_LOG = Path(tempfile.gettempdir()) / "raydap-bench-serve.log"
 
 
 # -- processes ---------------------------------------------------------------------------------
@@ -44,12 +47,11 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 @contextmanager
 def process(
-    command: list[str], env: dict[str, str] | None = None
+    command: list[str], env: dict[str, str] | None = None, log: Path | None = None
 ) -> Iterator[subprocess.Popen[str]]:
     """A child process, stopped by its pid on the way out."""
-    child = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-    )
+    stderr = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     try:
         yield child
     finally:
@@ -65,7 +67,7 @@ def process(
 def serve(*args: str) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
     """``raydap serve`` as a real process: (process, HTTP URL, DAP port)."""
     command = [sys.executable, "-m", "bridge.cli", "serve", "--port", "0", "--dap-port", "0"]
-    with process([*command, *args]) as bridge:
+    with process([*command, *args], log=SERVE_LOG) as bridge:
         assert bridge.stdout is not None
         found = re.search(r"HTTP (\S+)\s+DAP \S+:(\d+)", bridge.stdout.readline())
         assert found, "raydap serve did not start"
@@ -117,6 +119,8 @@ async def until(check: Callable[[], Any], timeout: float, every: float = 0.01) -
 
 
 def ms(seconds: list[float]) -> dict[str, float]:
+    if not seconds:
+        return {"p50_ms": float("nan"), "p95_ms": float("nan"), "n": 0}
     ordered = sorted(seconds)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return {"p50_ms": round(statistics.median(ordered) * 1000, 3),
@@ -138,23 +142,28 @@ async def p1_discovery(pauses: int, gap: float) -> dict[str, Any]:
         env = dict(os.environ, RAY_ADDRESS=head.address)
         job_command = [sys.executable, str(HERE / "jobs" / "pauses.py"), str(pauses), str(gap)]
         with process(job_command, env) as job:
-            latencies, seen = [], set()
+            latencies, seen, failed = [], set(), 0
             for _ in range(pauses):
 
                 def paused() -> Any:
                     records = http(url + "/api/v1/breakpoints")["breakpoints"]
-                    fresh = [r for r in records if r["state"] == "held"
-                             and r["location"] and r["paused_since"] not in seen]  # fmt: skip
+                    fresh = [r for r in records if r["state"] == "failed" or (
+                             r["state"] == "held" and r["location"]
+                             and r["paused_since"] not in seen)]  # fmt: skip
                     return fresh[0] if fresh else None
 
                 record = await until(paused, 120)
+                if record["state"] == "failed":  # debugpy's adapter exited: see docs
+                    failed += 1
+                    break
                 seen.add(record["paused_since"])
                 answer = http(url + "/api/v1/evaluate", {"expression": "stamp"})["results"]
                 stamp = float(next(a["result"] for a in answer if a["id"] == record["id"]))
                 latencies.append(record["paused_since"] - stamp)
                 http(url + f"/api/v1/breakpoints/{record['id']}/continue", {})
-            job.wait(timeout=60)
-    return ms(latencies)
+            if not failed:
+                job.wait(timeout=60)
+    return {**ms(latencies), "unreachable_pauses": failed}
 
 
 async def p2_p3(rounds: int) -> dict[str, Any]:

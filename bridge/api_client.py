@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import urllib.error
 import urllib.request
 from typing import Any
@@ -33,8 +34,11 @@ class ApiClient:
         request.add_header("Content-Type", "application/json")
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
+        context = None
+        if os.environ.get("RAYDAP_CA_FILE"):  # a bridge serving TLS with its own certificate
+            context = ssl.create_default_context(cafile=os.environ["RAYDAP_CA_FILE"])
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=context) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
             try:

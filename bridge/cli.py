@@ -8,9 +8,11 @@ import contextlib
 import ipaddress
 import json
 import logging
+import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from bridge.api_client import ApiClient, BridgeUnavailable
@@ -58,6 +60,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--poll-interval", type=_positive, default=0.1, help="seconds (0.1)")
     serve.add_argument("--hold-timeout", type=_positive, help="resume untouched workers after s")
     serve.add_argument("--request-timeout", type=_positive, default=30.0, help="seconds (30)")
+    serve.add_argument(
+        "--token-file", type=Path,
+        help="tokens, one 'NAME ROLE SECRET' a line (ROLE: debug or view); RAYDAP_TOKEN adds one",
+    )  # fmt: skip
+    serve.add_argument("--audit-log", type=Path, help="append a JSON line per attach, continue ...")
+    serve.add_argument("--tls-cert", type=Path, help="serve HTTP, WebSocket and DAP over TLS")
+    serve.add_argument("--tls-key", type=Path, help="the key of --tls-cert")
+    serve.add_argument("--max-connections", type=int, default=256, help="in total (256)")
+    serve.add_argument("--max-connections-per-address", type=int, default=32, help="(32)")
+    serve.add_argument(
+        "--handshake-timeout", type=_positive, default=10.0,
+        help="seconds a new DAP connection has to attach (10)",
+    )  # fmt: skip
     serve.add_argument(
         "--insecure", action="store_true",
         help="allow a non-loopback --host without tokens (anyone who reaches it runs code)",
@@ -129,14 +144,24 @@ def _raise_open_file_limit() -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from bridge.auth import TokenError, load_tokens
     from bridge.cluster import ClusterNotFound, locate
     from bridge.server import Bridge, ServeConfig
 
-    if not _is_loopback(args.host) and not args.insecure:
+    try:
+        tokens = load_tokens(args.token_file, os.environ.get("RAYDAP_TOKEN"))
+    except TokenError as exc:
+        print(f"raydap: {exc}", file=sys.stderr)
+        return 2
+    if (args.tls_cert is None) != (args.tls_key is None):
+        print("raydap: --tls-cert and --tls-key go together", file=sys.stderr)
+        return 2
+    if not _is_loopback(args.host) and not tokens and not args.insecure:
         print(
-            f"raydap: refusing to listen on {args.host}: anyone who reaches the bridge can run "
-            "code in every paused worker. Keep the default loopback and use an SSH tunnel, or "
-            "pass --insecure if this network is trusted.",
+            f"raydap: refusing to listen on {args.host} without tokens: anyone who reaches the "
+            "bridge could run code in every paused worker. Give --token-file or RAYDAP_TOKEN, "
+            "keep the default loopback and use an SSH tunnel, or pass --insecure if this "
+            "network is trusted.",
             file=sys.stderr,
         )
         return 2
@@ -149,9 +174,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         dashboard_url=cluster.dashboard_url, gcs_address=cluster.gcs_address,
         host=args.host, port=args.port, dap_port=args.dap_port,
         poll_interval=args.poll_interval, hold_timeout=args.hold_timeout,
-        request_timeout=args.request_timeout,
+        request_timeout=args.request_timeout, tokens=tokens, audit_log=args.audit_log,
+        tls_cert=args.tls_cert, tls_key=args.tls_key, max_connections=args.max_connections,
+        max_connections_per_address=args.max_connections_per_address,
+        handshake_timeout=args.handshake_timeout,
     )  # fmt: skip
-    if args.insecure and not _is_loopback(args.host):
+    if args.insecure and not tokens and not _is_loopback(args.host):
         print(f"raydap: WARNING: --insecure: anyone reaching {args.host} can run code in "
               "every paused Ray worker", file=sys.stderr)  # fmt: skip
     _raise_open_file_limit()

@@ -5,29 +5,55 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from ssl import SSLContext
 from typing import Any
 
 from adapter import ClientSession, StreamChannel
-from adapter.session import Resolver
+from adapter.session import Audit, Authorize, Resolver
+from bridge.limits import ConnectionLimiter
 
 log = logging.getLogger(__name__)
 
 
 class DapListener:
-    def __init__(self, resolve: Resolver, capabilities: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        resolve: Resolver,
+        capabilities: Callable[[], dict[str, Any]],
+        *,
+        authorize: Authorize | None = None,
+        audit: Audit | None = None,
+        limiter: ConnectionLimiter | None = None,
+        handshake_timeout: float = 10.0,
+    ) -> None:
         self._resolve = resolve
         self._capabilities = capabilities
+        self._authorize = authorize
+        self._audit = audit
+        self._limiter = limiter or ConnectionLimiter()
+        self._handshake_timeout = handshake_timeout
         self.sessions: set[ClientSession] = set()
         self._server: asyncio.Server | None = None
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._serve, host, port, limit=2**20)
+    async def start(self, host: str, port: int, ssl: SSLContext | None = None) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._serve, host, port, limit=2**20, ssl=ssl)
         bound = self._server.sockets[0].getsockname()
         return str(bound[0]), int(bound[1])
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        address = str((writer.get_extra_info("peername") or ("?",))[0])
+        refused = self._limiter.acquire(address)
+        if refused is not None:
+            log.warning("refusing a DAP connection: %s", refused)
+            writer.close()
+            return
         session = ClientSession(
-            StreamChannel(reader, writer), self._resolve, capabilities=self._capabilities
+            StreamChannel(reader, writer),
+            self._resolve,
+            capabilities=self._capabilities,
+            authorize=self._authorize,
+            audit=self._audit,
+            handshake_timeout=self._handshake_timeout,
         )
         self.sessions.add(session)
         log.info("DAP client connected from %s", session.peer)
@@ -35,6 +61,7 @@ class DapListener:
             await session.run()
         finally:
             self.sessions.discard(session)
+            self._limiter.release(address)
             log.info("DAP client %s left", session.peer)
 
     async def close(self) -> None:

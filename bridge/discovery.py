@@ -30,6 +30,7 @@ class Discovery:
         *,
         on_paused: Callable[[PausedWorker], None],
         is_known: Callable[[str], bool],
+        on_poll: Callable[[set[str]], None] = lambda worker_ids: None,
         interval: float = 0.1,
         max_backoff: float = 5.0,
     ) -> None:
@@ -40,6 +41,7 @@ class Discovery:
         self.problem = "not polled yet"
         self._on_paused = on_paused
         self._is_known = is_known
+        self._on_poll = on_poll
 
     async def run(self) -> None:
         delay = self.interval
@@ -59,6 +61,8 @@ class Discovery:
             await asyncio.sleep(delay)
 
     async def poll_once(self) -> None:
-        for worker in await self.dashboard.paused_workers():
+        workers = await self.dashboard.paused_workers()
+        for worker in workers:
             if not self._is_known(worker.worker_id):
                 self._on_paused(PausedWorker(worker, time.time()))
+        self._on_poll({w.worker_id for w in workers})

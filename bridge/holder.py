@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 #: How long an attach waits for a worker that is still being held (handshake in progress).
 ATTACH_WAIT = 15.0
 #: How long a worker whose hold failed is left alone before discovery may try again.
-RETRY_AFTER = 2.0
+RETRY_AFTER = 5.0
 #: Ray reports task events to the dashboard in batches about a second apart, so a task that
 #: just paused may not be listed yet: ask again this often, for this long.
 DESCRIBE_EVERY, DESCRIBE_FOR = 0.25, 10.0
@@ -74,11 +74,21 @@ class Holder:
     # -- discovery side ---------------------------------------------------------------------
 
     def is_known(self, worker_id: str) -> bool:
+        """Whether discovery should leave this paused worker alone (held, being held, or
+        failed a moment ago)."""
         rid = record_id(worker_id)
-        if rid in self.registry:
+        record = self.registry.get(rid)
+        if record is not None and record.state != "failed":
             return True
         failed = self._failed_at.get(rid)
         return failed is not None and time.monotonic() - failed < RETRY_AFTER
+
+    def still_paused(self, worker_ids: set[str]) -> None:
+        """Forget failed workers that are no longer paused (discovery reports each poll)."""
+        for record in self.registry.records():
+            if record.state == "failed" and record.worker_id not in worker_ids:
+                self.registry.remove(record.id)
+                self._failed_at.pop(record.id, None)
 
     def hold(self, paused: PausedWorker) -> None:
         """Start holding a newly discovered worker (returns at once)."""
@@ -92,7 +102,8 @@ class Holder:
             debugger_port=worker.debugger_port,
             paused_since=paused.seen_at,
         )
-        self.registry.put(record)
+        if (self.registry.get(record.id) or record).state != "failed":
+            self.registry.put(record)  # a failed one stays listed as such while retried
         self._holding[record.id] = asyncio.get_running_loop().create_future()
         self._spawn(self._hold(record))
 
@@ -118,9 +129,16 @@ class Holder:
                     f"its debugpy did not finish the handshake within {self.handshake_timeout:g} s"
                     " (another debugger, or another raydap bridge, may be attached to it)"
                 )
+            elif isinstance(exc, ConnectionRefusedError):
+                exc = UpstreamError(
+                    f"its debugpy port {record.debugger_port} refuses connections: debugpy's "
+                    "adapter has exited, so no debugger can attach and the worker waits "
+                    "forever; restart the worker or its job"
+                )
             log.warning("could not hold %s: %s", record.label, exc)
             self._failed_at[record.id] = time.monotonic()
-            self.registry.remove(record.id)
+            failed = self.registry.get(record.id) or record
+            self.registry.put(failed.model_copy(update={"state": "failed", "error": str(exc)}))
             waiter.set_exception(AttachError(f"could not attach to {record.label}: {exc}"))
             waiter.exception()  # retrieved: nobody may be waiting
             return
@@ -246,6 +264,8 @@ class Holder:
                 f"{record.id} is a legacy pdb breakpoint (RAY_DEBUG=legacy): use `ray debug`, "
                 "or run the job with the default RAY_DEBUG=1 to debug it through raydap"
             )
+        if record.state == "failed" and record.id not in self._holding:
+            raise AttachError(f"cannot debug {record.id}: {record.error}")
         upstream = self.upstreams.get(record.id)
         if upstream is None and record.id in self._holding:
             with contextlib.suppress(asyncio.TimeoutError):

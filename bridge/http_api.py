@@ -1,9 +1,10 @@
-"""The bridge's HTTP API (JSON), for the CLI, the VS Code extension and scripts."""
+"""The bridge's HTTP API (JSON) and its WebSocket endpoints, behind one auth check."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -12,18 +13,37 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from adapter import AttachError, UpstreamError
 from adapter.session import Resolver
 from bridge import group, websockets
+from bridge.audit import AuditLog
+from bridge.auth import Authenticator, Token
 from bridge.filters import WorkerFilter
 from bridge.holder import Holder
+from bridge.limits import ConnectionLimiter
 
 MAX_BODY_BYTES = 1024 * 1024
+#: Reachable without a token: liveness probes must not need a secret.
+OPEN_PATHS = frozenset({"/healthz"})
 
 
 class StatusSource(Protocol):
     def __call__(self) -> dict[str, Any]: ...
 
 
-HOLDER = web.AppKey("holder", Holder)
-STATUS = web.AppKey("status", StatusSource)
+@dataclass
+class Services:
+    """What the handlers need from the bridge."""
+
+    holder: Holder
+    status: StatusSource
+    resolve: Resolver
+    capabilities: Callable[[], dict[str, Any]]
+    auth: Authenticator
+    audit: AuditLog
+    limiter: ConnectionLimiter
+    handshake_timeout: float = 10.0
+
+
+SERVICES = web.AppKey("services", Services)
+TOKEN = "raydap.token"
 
 
 class ContinueBody(BaseModel):
@@ -52,14 +72,43 @@ async def _body(request: web.Request, model: type[BaseModel]) -> Any:
         raise _error(web.HTTPBadRequest, f"bad request body: {problems}") from None
 
 
+def _audit(request: web.Request, action: str, **details: Any) -> None:
+    token: Token = request[TOKEN]
+    request.app[SERVICES].audit.record(
+        action, client=request.remote or "?", token=token.name, **details
+    )
+
+
+@web.middleware
+async def authenticate(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    services = request.app[SERVICES]
+    if request.path in OPEN_PATHS:
+        return await handler(request)
+    token = services.auth.from_header(request.headers.get("Authorization"))
+    if token is None:
+        raise _error(
+            web.HTTPUnauthorized,
+            "this bridge needs a token: send 'Authorization: Bearer <secret>' "
+            "(raydap commands read RAYDAP_TOKEN)",
+        )
+    if request.method == "POST" and not token.allows("continue"):
+        raise _error(
+            web.HTTPForbidden, f"the token {token.name!r} may only look: use a debug token"
+        )
+    request[TOKEN] = token
+    return await handler(request)
+
+
 async def list_breakpoints(request: web.Request) -> web.Response:
-    holder = request.app[HOLDER]
+    holder = request.app[SERVICES].holder
     records = [r.model_dump(mode="json") for r in holder.registry.records()]
     return web.json_response({"breakpoints": records})
 
 
 async def get_breakpoint(request: web.Request) -> web.Response:
-    registry = request.app[HOLDER].registry
+    registry = request.app[SERVICES].holder.registry
     try:
         record = registry.resolve(request.match_info["id"])
     except LookupError as exc:
@@ -69,53 +118,74 @@ async def get_breakpoint(request: web.Request) -> web.Response:
 
 async def continue_one(request: web.Request) -> web.Response:
     try:
-        rid = await request.app[HOLDER].resume(request.match_info["id"])
+        rid = await request.app[SERVICES].holder.resume(request.match_info["id"])
     except AttachError as exc:
         raise _error(web.HTTPNotFound, str(exc)) from None
     except UpstreamError as exc:
         raise _error(web.HTTPBadGateway, str(exc)) from None
+    _audit(request, "continue", worker=rid)
     return web.json_response({"continued": [rid]})
 
 
 async def continue_group(request: web.Request) -> web.Response:
     body: ContinueBody = await _body(request, ContinueBody)
-    ids = await group.continue_all(request.app[HOLDER], body.filter)
+    ids = await group.continue_all(request.app[SERVICES].holder, body.filter)
+    for rid in ids:
+        _audit(request, "continue", worker=rid)
     return web.json_response({"continued": ids})
 
 
 async def evaluate_group(request: web.Request) -> web.Response:
     body: EvaluateBody = await _body(request, EvaluateBody)
-    results = await group.evaluate_all(request.app[HOLDER], body.expression, body.filter)
+    results = await group.evaluate_all(request.app[SERVICES].holder, body.expression, body.filter)
+    for result in results:
+        _audit(request, "evaluate", worker=result["id"], expression=body.expression)
     return web.json_response({"results": results})
 
 
 async def snapshot(request: web.Request) -> web.Response:
-    workers = await group.snapshot(request.app[HOLDER], WorkerFilter())
+    workers = await group.snapshot(request.app[SERVICES].holder, WorkerFilter())
     return web.json_response({"workers": workers})
 
 
 async def healthz(request: web.Request) -> web.Response:
-    return web.json_response(request.app[STATUS]())
+    return web.json_response(request.app[SERVICES].status())
 
 
-def make_app(
-    holder: Holder,
-    status: StatusSource,
-    resolve: Resolver,
-    capabilities: Callable[[], dict[str, Any]],
-) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
-    app.router.add_get("/dap", lambda request: websockets.serve_dap(request, resolve, capabilities))
-    app.router.add_get(
-        "/api/v1/events", lambda request: websockets.serve_events(request, holder.registry)
-    )
-    app[HOLDER] = holder
-    app[STATUS] = status
+async def dap_socket(request: web.Request) -> web.StreamResponse:
+    services = request.app[SERVICES]
+    address = request.remote or "?"
+    refused = services.limiter.acquire(address)
+    if refused is not None:
+        raise _error(web.HTTPTooManyRequests, refused)
+    try:
+        token: Token = request[TOKEN]
+        return await websockets.serve_dap(
+            request,
+            services.resolve,
+            services.capabilities,
+            authorize=lambda arguments: token,  # checked on the upgrade request
+            audit=services.audit.record,
+            handshake_timeout=services.handshake_timeout,
+        )
+    finally:
+        services.limiter.release(address)
+
+
+async def events_socket(request: web.Request) -> web.StreamResponse:
+    return await websockets.serve_events(request, request.app[SERVICES].holder.registry)
+
+
+def make_app(services: Services) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[authenticate])
+    app[SERVICES] = services
     app.router.add_get("/api/v1/breakpoints", list_breakpoints)
     app.router.add_get("/api/v1/breakpoints/{id}", get_breakpoint)
     app.router.add_post("/api/v1/breakpoints/{id}/continue", continue_one)
     app.router.add_post("/api/v1/continue", continue_group)
     app.router.add_post("/api/v1/evaluate", evaluate_group)
     app.router.add_get("/api/v1/snapshot", snapshot)
+    app.router.add_get("/api/v1/events", events_socket)
+    app.router.add_get("/dap", dap_socket)
     app.router.add_get("/healthz", healthz)
     return app

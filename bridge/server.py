@@ -6,19 +6,24 @@ import asyncio
 import contextlib
 import functools
 import logging
-from dataclasses import dataclass
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from adapter import bridge_capabilities
+from adapter import AttachError, bridge_capabilities
 from bridge.attach import resolve
+from bridge.audit import AuditLog
+from bridge.auth import Authenticator, Token
 from bridge.dap_listener import DapListener
 from bridge.dashboard import DashboardClient
 from bridge.discovery import Discovery
 from bridge.holder import Holder
-from bridge.http_api import make_app
+from bridge.http_api import Services, make_app
 from bridge.legacy import LegacyPdbDiscovery
+from bridge.limits import ConnectionLimiter
 from bridge.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -34,6 +39,13 @@ class ServeConfig:
     poll_interval: float = 0.1
     hold_timeout: float | None = None
     request_timeout: float = 30.0
+    tokens: list[Token] = field(default_factory=list)
+    audit_log: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    max_connections: int = 256
+    max_connections_per_address: int = 32
+    handshake_timeout: float = 10.0
 
 
 class Bridge:
@@ -51,10 +63,21 @@ class Bridge:
             self.dashboard,
             on_paused=self.holder.hold,
             is_known=self.holder.is_known,
+            on_poll=self.holder.still_paused,
             interval=config.poll_interval,
         )
         self.resolve = functools.partial(resolve, self.holder)
-        self.dap = DapListener(self.resolve, self.capabilities)
+        self.auth = Authenticator(config.tokens)
+        self.audit = AuditLog(config.audit_log)
+        self.limiter = ConnectionLimiter(config.max_connections, config.max_connections_per_address)
+        self.dap = DapListener(
+            self.resolve,
+            self.capabilities,
+            authorize=self.authorize_attach,
+            audit=self.audit.record,
+            limiter=self.limiter,
+            handshake_timeout=config.handshake_timeout,
+        )
         self.http_address: tuple[str, int] = ("", 0)
         self.dap_address: tuple[str, int] = ("", 0)
         self._runner: web.AppRunner | None = None
@@ -63,6 +86,24 @@ class Bridge:
     def capabilities(self) -> dict[str, Any]:
         held = next(iter(self.holder.upstreams.values()), None)
         return bridge_capabilities(held.capabilities if held else None)
+
+    def authorize_attach(self, arguments: dict[str, Any]) -> Token:
+        """The TCP listener's check: the token travels in the attach arguments."""
+        token = self.auth.check(arguments.get("token"))
+        if token is None:
+            raise AttachError(
+                'this bridge needs a token: add "token": "<secret>" to the attach arguments'
+                if "token" not in arguments
+                else "the token in the attach arguments is not one this bridge knows"
+            )
+        return token
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        if self.config.tls_cert is None or self.config.tls_key is None:
+            return None
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.config.tls_cert, self.config.tls_key)
+        return context
 
     def status(self) -> dict[str, Any]:
         """What ``/healthz`` says: degraded while discovery cannot reach the dashboard."""
@@ -77,13 +118,24 @@ class Bridge:
 
     async def start(self) -> None:
         """Bind both listeners and start discovering; returns once they accept connections."""
-        app = make_app(self.holder, self.status, self.resolve, self.capabilities)
-        self._runner = web.AppRunner(app, access_log=None)
+        services = Services(
+            holder=self.holder,
+            status=self.status,
+            resolve=self.resolve,
+            capabilities=self.capabilities,
+            auth=self.auth,
+            audit=self.audit,
+            limiter=self.limiter,
+            handshake_timeout=self.config.handshake_timeout,
+        )
+        self._runner = web.AppRunner(make_app(services), access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, self.config.host, self.config.port).start()
+        tls = self.ssl_context()
+        site = web.TCPSite(self._runner, self.config.host, self.config.port, ssl_context=tls)
+        await site.start()
         bound = self._runner.addresses[0]
         self.http_address = (str(bound[0]), int(bound[1]))
-        self.dap_address = await self.dap.start(self.config.host, self.config.dap_port)
+        self.dap_address = await self.dap.start(self.config.host, self.config.dap_port, tls)
         self._tasks = [
             asyncio.create_task(self.discovery.run(), name="discovery"),
             asyncio.create_task(self._expire_loop(), name="hold timeout"),
@@ -109,3 +161,4 @@ class Bridge:
         if self._runner is not None:
             await self._runner.cleanup()
         await self.dashboard.close()
+        self.audit.close()

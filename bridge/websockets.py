@@ -98,13 +98,17 @@ def _json_or_text(text: str) -> Any:
 
 
 async def serve_dap(
-    request: web.Request, resolve: Resolver, capabilities: Any
+    request: web.Request, resolve: Resolver, capabilities: Any, **session_options: Any
 ) -> web.StreamResponse:
+    """One DAP session over this WebSocket (options as :class:`ClientSession` takes them)."""
     socket = web.WebSocketResponse(max_msg_size=DEFAULT_LIMITS.max_body_bytes, heartbeat=30)
     await socket.prepare(request)
     channel = WebSocketChannel(socket, request.remote or "?")
     session = ClientSession(
-        channel, preselected(resolve, dict(request.query)), capabilities=capabilities
+        channel,
+        preselected(resolve, dict(request.query)),
+        capabilities=capabilities,
+        **session_options,
     )
     await session.run()
     return socket

@@ -21,7 +21,9 @@ def test_benchmark_harness_smoke(tmp_path: Path) -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     figures = json.loads(out.read_text())
-    assert figures["p1"]["n"] == figures["p1b"]["n"] == 2
+    for stage in ("p1", "p1b"):  # a pause debugpy left unreachable ends the stage early
+        p1 = figures[stage]
+        assert p1["n"] == 2 or (p1["unreachable_pauses"] == 1 and p1["n"] < 2)
     for side in ("direct", "bridge_tcp", "bridge_ws"):
         assert {"attach", "read_only", "uncached"} <= figures["p2_p3"][side].keys()
     assert figures["p4"]["continued"] == figures["p4"]["workers"] == 20
