@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import socket
 from collections import deque
+from ssl import SSLContext
 from typing import Protocol
 
 from protocol import DEFAULT_LIMITS, Decoder, Event, Limits, Request, Response, encode
@@ -81,9 +82,11 @@ class StreamChannel:
             await self._writer.wait_closed()
 
 
-async def open_tcp_channel(host: str, port: int, timeout: float = 5.0) -> StreamChannel:
-    """Connect to a DAP server (a worker's debugpy, or a bridge)."""
+async def open_tcp_channel(
+    host: str, port: int, timeout: float = 5.0, ssl: SSLContext | None = None
+) -> StreamChannel:
+    """Connect to a DAP server (a worker's debugpy, or a bridge, with TLS if given)."""
     reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(host, port, limit=2**20), timeout
+        asyncio.open_connection(host, port, limit=2**20, ssl=ssl), timeout
     )
     return StreamChannel(reader, writer)

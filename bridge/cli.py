@@ -197,7 +197,8 @@ async def _serve(bridge: Any) -> int:
         print(f"raydap: cannot listen: {exc}", file=sys.stderr)
         return 2
     (host, port), (dap_host, dap_port) = bridge.http_address, bridge.dap_address
-    print(f"raydap bridge: HTTP http://{host}:{port}  DAP {dap_host}:{dap_port}  "
+    scheme, tls = ("https", " (TLS)") if bridge.config.tls_cert else ("http", "")
+    print(f"raydap bridge: HTTP {scheme}://{host}:{port}  DAP {dap_host}:{dap_port}{tls}  "
           f"dashboard {bridge.config.dashboard_url}", flush=True)  # fmt: skip
     await stop.wait()
     await bridge.stop()

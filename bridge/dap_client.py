@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from ssl import SSLContext
 from typing import Any
 
 from adapter import Channel, open_tcp_channel
@@ -34,8 +35,10 @@ class DapClient:
         self.closed = False
 
     @classmethod
-    async def connect(cls, host: str, port: int, observe: Observer | None = None) -> DapClient:
-        return cls(await open_tcp_channel(host, port), observe)
+    async def connect(
+        cls, host: str, port: int, observe: Observer | None = None, ssl: SSLContext | None = None
+    ) -> DapClient:
+        return cls(await open_tcp_channel(host, port, ssl=ssl), observe)
 
     @classmethod
     async def connect_websocket(cls, url: str, observe: Observer | None = None) -> DapClient:

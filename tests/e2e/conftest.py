@@ -94,7 +94,7 @@ def start_bridge(args: list[str], log: Path, env: dict[str, str] | None = None) 
     )  # fmt: skip
     assert process.stdout is not None
     line = process.stdout.readline()
-    found = re.search(r"HTTP (http://\S+)\s+DAP (\S+):(\d+)", line)
+    found = re.search(r"HTTP (https?://\S+)\s+DAP (\S+):(\d+)", line)
     if not found:
         process.kill()
         raise AssertionError(f"raydap serve printed {line!r}:\n{log.read_text()}")

@@ -1,0 +1,224 @@
+"""Tokens, roles, the audit log, TLS and connection limits of a real `raydap serve`.
+
+The bridge holds a real debugpy process (bench/debuggee.py), listed by the fake dashboard of
+bench/fake_cluster.py: access control is the bridge's own business, so no Ray is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bridge.dap_client import DapClient, DapRequestFailed
+from tests.conftest import Connect
+from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
+
+ROOT = Path(__file__).resolve().parents[3]
+ALICE, BOB = "alice-debug-secret-0123456789", "bob-view-secret-0123456789ab"
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> Iterator[str]:
+    """A real debugpy, paused, listed by a fake dashboard; yields the dashboard URL."""
+    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+    debuggee = subprocess.Popen(
+        [sys.executable, "-Xfrozen_modules=off", str(ROOT / "bench" / "debuggee.py")],
+        stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    assert debuggee.stdout is not None
+    port = debuggee.stdout.readline().strip()
+    cluster = subprocess.Popen(
+        [sys.executable, "-m", "bench.fake_cluster", "--workers", "0", "--real", port],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert cluster.stdout is not None
+    yield cluster.stdout.readline().split()[1]
+    for process in (cluster, debuggee):
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def secured(dashboard: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgeProcess]:
+    home = tmp_path_factory.mktemp("secured")
+    tokens = home / "tokens"
+    tokens.write_text(f"# who may debug\nalice debug {ALICE}\nbob view {BOB}  # read-only\n")
+    args = ["--dashboard-url", dashboard, "--token-file", str(tokens),
+            "--audit-log", str(home / "audit.jsonl"), "--handshake-timeout", "1",
+            "--max-connections-per-address", "6"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "RAYDAP_TOKEN"}
+    bridge = start_bridge(args, home / "bridge.log", env)
+    yield bridge
+    stop_bridge(bridge)
+
+
+def get(bridge: BridgeProcess, path: str, token: str | None, body: bytes | None = None) -> int:
+    request = urllib.request.Request(bridge.url + path, data=body, method="POST" if body else "GET")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def record_id(bridge: BridgeProcess) -> str:
+    request = urllib.request.Request(bridge.url + "/api/v1/breakpoints")
+    request.add_header("Authorization", f"Bearer {BOB}")
+    for _ in range(100):
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            records = json.loads(answer.read())["breakpoints"]
+        if records and records[0]["state"] == "held":
+            return str(records[0]["id"])
+        import time
+
+        time.sleep(0.1)
+    raise AssertionError("the debuggee was not held")
+
+
+def test_http_needs_a_token_and_view_tokens_only_look(secured: BridgeProcess) -> None:
+    rid = record_id(secured)
+    assert get(secured, "/healthz", None) == 200  # liveness probes need no secret
+    assert get(secured, "/api/v1/breakpoints", None) == 401
+    assert get(secured, "/api/v1/breakpoints", "not-a-token-at-all-xxxxxx") == 401
+    assert get(secured, "/api/v1/breakpoints", BOB) == 200
+    assert get(secured, f"/api/v1/breakpoints/{rid}/continue", BOB, b"{}") == 403
+    assert get(secured, "/api/v1/evaluate", BOB, b'{"expression": "1"}') == 403
+
+
+async def test_dap_attach_checks_the_token_before_anything_reaches_a_worker(
+    secured: BridgeProcess, dap_connect: Connect
+) -> None:
+    rid = record_id(secured)
+    client = await dap_connect(secured.dap_host, secured.dap_port)
+    await client.request("initialize", {"adapterID": "test"})
+    missing = await client.request("attach", {"breakpoint": rid}, check=False)
+    assert not missing.success and '"token"' in (missing.message or "")
+    wrong = await client.request("attach", {"breakpoint": rid, "token": "x" * 20}, check=False)
+    assert not wrong.success and "not one this bridge knows" in (wrong.message or "")
+
+    viewer = await dap_connect(secured.dap_host, secured.dap_port)
+    await viewer.attach(breakpoint=rid, token=BOB)
+    thread_id = (await viewer.wait_event("stopped")).body["threadId"]
+    frames = (await viewer.request("stackTrace", {"threadId": thread_id})).body["stackFrames"]
+    scopes = await viewer.request("scopes", {"frameId": frames[0]["id"]})
+    assert scopes.success  # looking is allowed
+    for command, arguments in (
+        ("evaluate", {"expression": "payload", "frameId": frames[0]["id"]}),
+        ("continue", {"threadId": thread_id}),
+        ("setBreakpoints", {"source": {"path": "x.py"}, "breakpoints": [{"line": 1}]}),
+    ):
+        with pytest.raises(DapRequestFailed, match="'bob' may only look"):
+            await viewer.request(command, arguments)
+
+    debugger = await dap_connect(secured.dap_host, secured.dap_port)
+    await debugger.attach(breakpoint=rid, token=ALICE)
+    await debugger.wait_event("stopped")
+    frames = (await debugger.request("stackTrace", {"threadId": thread_id})).body["stackFrames"]
+    answer = await debugger.request(
+        "evaluate", {"expression": "payload['rank']", "frameId": frames[0]["id"], "context": "repl"}
+    )
+    assert answer.body["result"] == "3"
+
+
+def test_the_audit_log_names_who_did_what_and_never_a_secret(secured: BridgeProcess) -> None:
+    audit = secured.log.with_name("audit.jsonl")
+    text = audit.read_text()
+    assert ALICE not in text and BOB not in text
+    entries = [json.loads(line) for line in text.splitlines()]
+    assert {(e["action"], e["token"]) for e in entries} >= {
+        ("attach", "bob"), ("attach", "alice"), ("evaluate", "alice"),
+    }  # fmt: skip
+    evaluate = next(e for e in entries if e["action"] == "evaluate")
+    assert evaluate["expression"] == "payload['rank']" and evaluate["worker"]
+    assert evaluate["client"].startswith("127.0.0.1")
+
+
+async def test_websocket_dap_needs_a_bearer_token(
+    secured: BridgeProcess, dap_connect: Connect
+) -> None:
+    url = secured.url.replace("http://", "ws://") + f"/dap?breakpoint={record_id(secured)}"
+    async with aiohttp.ClientSession() as http:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await http.ws_connect(url)
+        assert refused.value.status == 401
+        async with http.ws_connect(url, headers={"Authorization": f"Bearer {BOB}"}) as ok:
+            assert not ok.closed
+
+
+async def test_silent_connections_are_closed_and_connections_are_capped(
+    secured: BridgeProcess,
+) -> None:
+    reader, writer = await asyncio.open_connection(secured.dap_host, secured.dap_port)
+    assert await asyncio.wait_for(reader.read(), 5) == b""  # no attach within 1 s: closed
+    writer.close()
+
+    held = [await asyncio.open_connection(secured.dap_host, secured.dap_port) for _ in range(6)]
+    reader, writer = await asyncio.open_connection(secured.dap_host, secured.dap_port)
+    assert await asyncio.wait_for(reader.read(), 2) == b""  # the seventh is refused at once
+    writer.close()
+    for _, w in held:
+        w.close()
+
+
+def test_serve_refuses_unsafe_or_broken_setups(tmp_path: Path, dashboard: str) -> None:
+    def serve(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "RAYDAP_TOKEN"}
+        return subprocess.run(
+            [sys.executable, "-m", "bridge.cli", "serve", "--dashboard-url", dashboard, *args],
+            capture_output=True, text=True, timeout=30, env=env,
+        )  # fmt: skip
+
+    exposed = serve("--host", "0.0.0.0")
+    assert exposed.returncode == 2 and "without tokens" in exposed.stderr
+    bad = tmp_path / "tokens"
+    bad.write_text("carol admin secret-secret-secret\n")
+    broken = serve("--token-file", str(bad))
+    assert broken.returncode == 2 and f"{bad}:1: role must be debug or view" in broken.stderr
+    bad.write_text("carol debug short\n")
+    short = serve("--token-file", str(bad))
+    assert (
+        short.returncode == 2
+        and "shorter than 16" in short.stderr
+        and "short\n" not in short.stderr
+    )
+
+
+async def test_tls_for_http_and_dap(dashboard: str, tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    args = ["--dashboard-url", dashboard, "--tls-cert", str(cert), "--tls-key", str(key)]
+    bridge = start_bridge(args, tmp_path / "bridge.log")
+    try:
+        assert bridge.url.startswith("https://")
+        url = bridge.url
+        context = ssl.create_default_context(cafile=str(cert))
+        with urllib.request.urlopen(url + "/healthz", timeout=10, context=context) as answer:
+            assert json.loads(answer.read())["status"] in ("ok", "degraded")
+        client = await DapClient.connect(bridge.dap_host, bridge.dap_port, ssl=context)
+        answer = await client.request("initialize", {"adapterID": "tls"})
+        assert answer.success
+        await client.close()
+        with pytest.raises(ssl.SSLError):  # plain TLS without trusting the certificate
+            await DapClient.connect(
+                bridge.dap_host, bridge.dap_port, ssl=ssl.create_default_context()
+            )
+    finally:
+        stop_bridge(bridge)
