@@ -50,19 +50,19 @@ messages = st.lists(
     st.one_of(
         st.builds(
             Request,
-            seq=st.integers(0, 2**31),
+            seq=st.integers(1, 2**31),
             command=st.text(min_size=1, max_size=20),
             arguments=st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
         ),
         st.builds(
             Response,
-            seq=st.integers(0, 2**31),
-            request_seq=st.integers(0, 2**31),
+            seq=st.integers(1, 2**31),
+            request_seq=st.integers(1, 2**31),
             success=st.booleans(),
             command=st.text(min_size=1, max_size=10),
             body=st.dictionaries(st.text(max_size=5), st.text(max_size=30), max_size=3),
         ),
-        st.builds(Event, seq=st.integers(0, 2**31), event=st.text(min_size=1, max_size=10)),
+        st.builds(Event, seq=st.integers(1, 2**31), event=st.text(min_size=1, max_size=10)),
     ),
     min_size=1,
     max_size=8,
@@ -111,6 +111,7 @@ def test_garbage_raises_only_protocol_error_and_never_grows(data: bytes) -> None
         (frame(b'{"seq": 1, "type": "request"}'), "command"),
         (frame(b'{"seq": "x", "type": "event", "event": "e"}'), "seq"),
         (frame(b'{"seq": 1, "type": "reply"}'), "not a DAP message"),
+        (frame(b'{"seq": 0, "type": "request", "command": "threads"}'), "seq must be 1"),
         (b"Content-Length: 9999999999\r\n\r\n", "over the limit"),
     ],
 )
