@@ -19,6 +19,8 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bridge.dap_client import DapClient, DapRequestFailed
 from tests.conftest import Connect
@@ -34,14 +36,18 @@ def dashboard() -> Iterator[str]:
     env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
     debuggee = subprocess.Popen(
         [sys.executable, "-Xfrozen_modules=off", str(ROOT / "bench" / "debuggee.py")],
-        stdout=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert debuggee.stdout is not None
     port = debuggee.stdout.readline().strip()
     cluster = subprocess.Popen(
         [sys.executable, "-m", "bench.fake_cluster", "--workers", "0", "--real", port],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     assert cluster.stdout is not None
     yield cluster.stdout.readline().split()[1]
     for process in (cluster, debuggee):
@@ -199,11 +205,27 @@ def test_serve_refuses_unsafe_or_broken_setups(tmp_path: Path, dashboard: str) -
 async def test_tls_for_http_and_dap(dashboard: str, tmp_path: Path) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     args = ["--dashboard-url", dashboard, "--tls-cert", str(cert), "--tls-key", str(key)]
     bridge = start_bridge(args, tmp_path / "bridge.log")
     try:
@@ -222,3 +244,37 @@ async def test_tls_for_http_and_dap(dashboard: str, tmp_path: Path) -> None:
             )
     finally:
         stop_bridge(bridge)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]),
+    path=st.sampled_from(
+        [
+            "/api/v1/breakpoints",
+            "/api/v1/continue",
+            "/api/v1/evaluate",
+            "/api/v1/snapshot",
+            "/api/v1/breakpoints/",
+            "/nope",
+        ]
+    )
+    | st.text(alphabet="/abcdefghijklmnopqrstuvwxyz0123456789%._-?=&", max_size=40).map(
+        lambda text: "/" + text
+    ),
+    body=st.one_of(st.none(), st.binary(max_size=200), st.text(max_size=200).map(str.encode)),
+)
+def test_random_http_requests_get_client_errors_not_crashes(
+    secured: BridgeProcess, method: str, path: str, body: bytes | None
+) -> None:
+    request = urllib.request.Request(secured.url + path, data=body, method=method)
+    request.add_header("Authorization", f"Bearer {ALICE}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            status = int(answer.status)
+    except urllib.error.HTTPError as exc:
+        status = int(exc.code)
+        if status != 404 and status != 405:
+            assert "error" in json.loads(exc.read()), (method, path, body)
+    assert status < 500, (method, path, body)
+    assert get(secured, "/healthz", None) == 200  # and the bridge still answers
