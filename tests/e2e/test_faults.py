@@ -1,0 +1,108 @@
+"""Faults the bridge survives, each on a real Ray head."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from bridge.local_ray import LocalRay, free_port
+from tests.conftest import Connect
+from tests.e2e.conftest import BridgeProcess, Job, start_bridge, start_job, stop_bridge, stop_job
+from tests.e2e.test_bridge import evaluate, stopped_frame
+from tests.e2e.test_demo_and_outages import start_proxy
+
+pytestmark = pytest.mark.e2e
+
+SLOW_CLIENT = """
+import asyncio, sys
+from bridge.dap_client import DapClient
+
+async def main():
+    client = await DapClient.connect(sys.argv[1], int(sys.argv[2]))
+    await client.attach(breakpoint=sys.argv[3])
+    stopped = await client.wait_event("stopped")
+    trace = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
+    frame = trace.body["stackFrames"][0]["id"]
+    client.send_nowait("evaluate", {"expression": "__import__('time').sleep(3)", "frameId": frame,
+                                    "context": "repl"})
+    print("asked", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_client_killed_mid_request_leaves_its_worker_held(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    job = run_job("task_breakpoint.py")
+    [record] = bridge.wait_records(job.job_id)
+    doomed = subprocess.Popen(
+        [sys.executable, "-c", SLOW_CLIENT, bridge.dap_host, str(bridge.dap_port), record["id"]],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert doomed.stdout is not None and doomed.stdout.readline().strip() == "asked"
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait()
+    await asyncio.sleep(0.5)
+    [still] = bridge.records(job.job_id)
+    assert still["state"] == "held" and still["clients"] == 0
+
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.attach(breakpoint=record["id"])
+    stopped, frame = await stopped_frame(client)
+    assert await evaluate(client, frame, "y") == "49"  # answered once the sleep is over
+    await client.request("continue", {"threadId": stopped["threadId"]})
+    assert job.result() == "49"
+
+
+@pytest.fixture(scope="module")
+def quiet_head() -> Iterator[LocalRay]:
+    """A Ray head of this module's own (the shared one's workers belong to the shared bridge)."""
+    with LocalRay(num_cpus=2) as head:
+        yield head
+
+
+async def test_a_30_second_dashboard_outage_spares_sessions_in_progress(
+    quiet_head: LocalRay, dap_connect: Connect, tmp_path: Path
+) -> None:
+    port = free_port()
+    proxy = await start_proxy(port, quiet_head.dashboard_url)
+    bridge = start_bridge(["--dashboard-url", f"http://127.0.0.1:{port}"], tmp_path / "b.log")
+    jobs: list[Job] = []
+    try:
+        jobs.append(await asyncio.to_thread(start_job, quiet_head.address, "task_breakpoint.py"))
+        [first] = await asyncio.to_thread(bridge.wait_records, jobs[0].job_id)
+        client = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await client.attach(breakpoint=first["id"])
+        stopped, frame = await stopped_frame(client)
+
+        await proxy.cleanup()  # the dashboard goes away
+        outage_ends = time.monotonic() + 30
+        while (await asyncio.to_thread(bridge.get, "/healthz"))["status"] != "degraded":
+            await asyncio.sleep(0.2)
+        while time.monotonic() < outage_ends:  # debugging goes on meanwhile
+            assert await evaluate(client, frame, "x * 2") == "14"
+            await asyncio.sleep(5)
+
+        proxy = await start_proxy(port, quiet_head.dashboard_url)
+        while (await asyncio.to_thread(bridge.get, "/healthz"))["status"] != "ok":
+            await asyncio.sleep(0.2)
+        jobs.append(await asyncio.to_thread(start_job, quiet_head.address, "actor_steps.py"))
+        [second] = await asyncio.to_thread(bridge.wait_records, jobs[1].job_id)  # found again
+        assert second["task_name"] == "Counter.step"
+
+        await client.request("continue", {"threadId": stopped["threadId"]})
+        assert await asyncio.to_thread(jobs[0].result) == "49"
+    finally:
+        for job in jobs:
+            stop_job(job)
+        await proxy.cleanup()
+        stop_bridge(bridge)
