@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.dap_client import DapClient
 from bridge.local_ray import LocalRay, free_port
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, Job, start_bridge, start_job, stop_bridge, stop_job
@@ -106,3 +108,98 @@ async def test_a_30_second_dashboard_outage_spares_sessions_in_progress(
             stop_job(job)
         await proxy.cleanup()
         stop_bridge(bridge)
+
+
+@pytest.fixture
+def impatient_bridge(quiet_head: LocalRay, tmp_path: Path) -> Iterator[BridgeProcess]:
+    """A bridge on the private head that gives up on a worker's answer after 2 s."""
+    bridge = start_bridge(
+        ["--address", quiet_head.address, "--request-timeout", "2"], tmp_path / "bridge.log"
+    )
+    yield bridge
+    stop_bridge(bridge)
+
+
+@pytest.fixture
+def roomy_bridge(quiet_head: LocalRay, tmp_path: Path) -> Iterator[BridgeProcess]:
+    """A bridge on the private head that admits 60 connections from one address."""
+    args = ["--address", quiet_head.address, "--max-connections-per-address", "60"]
+    bridge = start_bridge(args, tmp_path / "bridge.log")
+    yield bridge
+    stop_bridge(bridge)
+
+
+async def test_a_worker_that_stops_answering_fails_requests_not_sessions(
+    quiet_head: LocalRay, impatient_bridge: BridgeProcess, dap_connect: Connect
+) -> None:
+    job = await asyncio.to_thread(start_job, quiet_head.address, "task_breakpoint.py")
+    try:
+        [record] = await asyncio.to_thread(impatient_bridge.wait_records, job.job_id)
+        client = await dap_connect(impatient_bridge.dap_host, impatient_bridge.dap_port)
+        await client.attach(breakpoint=record["id"])
+        stopped, frame = await stopped_frame(client)
+        os.kill(record["pid"], signal.SIGSTOP)
+        try:
+            frozen = await client.request(
+                "evaluate", {"expression": "y", "frameId": frame["id"], "context": "repl"},
+                check=False, timeout=20,
+            )  # fmt: skip
+            assert not frozen.success and "did not answer 'evaluate' within 2 s" in str(
+                frozen.message
+            )
+            trace = await client.request("stackTrace", {"threadId": stopped["threadId"]})
+            assert trace.body["stackFrames"][0]["name"] == "square"  # what it knew, it tells
+        finally:
+            os.kill(record["pid"], signal.SIGCONT)
+        assert await evaluate(client, frame, "y") == "49"  # the session lived on
+        await client.request("continue", {"threadId": stopped["threadId"]})
+        assert await asyncio.to_thread(job.result) == "49"
+    finally:
+        stop_job(job)
+
+
+async def test_fifty_clients_on_four_ray_workers_lose_and_misroute_nothing(
+    quiet_head: LocalRay, roomy_bridge: BridgeProcess
+) -> None:
+    """Correctness under load (its timing is bench/'s business): 50 clients, 1,000 requests
+    each, spread over four paused actor ranks; one request in 50 is an evaluate that only the
+    client's own rank answers the way it does."""
+    job = await asyncio.to_thread(start_job, quiet_head.address, "four_ranks.py")
+    try:
+        records = await asyncio.to_thread(roomy_bridge.wait_records, job.job_id, 4)
+        clients = [await DapClient.connect(roomy_bridge.dap_host, roomy_bridge.dap_port)
+                   for _ in range(50)]  # fmt: skip
+
+        async def hammer(client: DapClient, record: dict[str, object]) -> int:
+            await client.attach(breakpoint=record["id"])
+            stopped, frame = await stopped_frame(client)
+            rank = await evaluate(client, frame, "self.rank")
+            answered = 0
+            for start in range(0, 1000, 50):
+                batch = []
+                for i in range(start, start + 50):
+                    command, arguments = (
+                        ("evaluate", {"expression": f"self.rank * 1000 + {i}",
+                                      "frameId": frame["id"], "context": "watch"})
+                        if i % 50 == 0 else
+                        [("threads", None), ("stackTrace", {"threadId": stopped["threadId"]}),
+                         ("scopes", {"frameId": frame["id"]})][i % 3]
+                    )  # fmt: skip
+                    batch.append((command, i, client.send_nowait(command, arguments)))
+                for command, i, pending in batch:
+                    response = await asyncio.wait_for(pending, 120)
+                    assert response.success and response.command == command
+                    if command == "evaluate":
+                        assert response.body["result"] == str(int(rank) * 1000 + i)
+                    answered += 1
+            await client.close()
+            return answered
+
+        answered = await asyncio.gather(
+            *(hammer(client, records[n % 4]) for n, client in enumerate(clients))
+        )
+        assert answered == [1000] * 50
+        assert roomy_bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
+        assert await asyncio.to_thread(job.result) == "[0, 10, 20, 30]"
+    finally:
+        stop_job(job)
