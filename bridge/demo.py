@@ -131,16 +131,21 @@ async def _inspect_and_continue(record_id: str, host: str, port: int) -> None:
 
 
 def _explain(http_port: int, dap_port: int, example_id: str) -> None:
+    raydap = Path(sys.executable).with_name("raydap")
+    with contextlib.suppress(ValueError):
+        raydap = raydap.relative_to(Path.cwd())
     say(
         f"""The three workers above are paused and held by the bridge. To attach:
 
-  terminal:   raydap list; raydap eval 'x' ; raydap continue {example_id}
-              (RAYDAP_URL=http://127.0.0.1:{http_port} if not the default port)
-  VS Code:    the raydap extension (vscode-ext/), or a launch.json entry of the stock
-              Python debugger: {{"type": "debugpy", "request": "attach",
-              "connect": {{"host": "127.0.0.1", "port": {dap_port}}}, "breakpoint": "{example_id}"}}
+  terminal:   {raydap} list            {raydap} attach {example_id}
+              {raydap} eval 'x'        {raydap} continue --all
+              (with RAYDAP_URL=http://127.0.0.1:{http_port} if that is not port 7800)
+  VS Code:    a launch.json entry of the stock Python debugger: {{"type": "debugpy",
+              "request": "attach", "connect": {{"host": "127.0.0.1", "port": {dap_port}}},
+              "breakpoint": "{example_id}"}}  (leave out "breakpoint" to follow all three)
   any DAP client: connect to 127.0.0.1:{dap_port} and send
               {{"command": "attach", "arguments": {{"breakpoint": "{example_id}"}}}}
 
-The job finishes once all three are continued (raydap continue --all). Ctrl-C stops the demo."""
+The job finishes once all three are continued ({raydap} continue --all).
+Ctrl-C stops the demo."""
     )
