@@ -93,12 +93,17 @@ async def _with_cluster(
 
 
 async def _wait_for_pauses(bridge: Bridge, job: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Until the demo's workers are held and located (and named, which Ray reports about a
+    second later: a few seconds are allowed for it)."""
     deadline = time.monotonic() + timeout
+    named_by: float | None = None
     while time.monotonic() < deadline and job.returncode is None:
         records = bridge.registry.records()
         located = [r for r in records if r.state == "held" and r.location is not None]
         if len(located) >= EXPECTED_PAUSES:
-            return True
+            named_by = named_by or time.monotonic() + 5
+            if all(r.task_name for r in located) or time.monotonic() > named_by:
+                return True
         await asyncio.sleep(0.1)
     return False
 

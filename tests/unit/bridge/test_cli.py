@@ -1,0 +1,43 @@
+import pytest
+
+from bridge.cli import _last_line, build_parser, main
+from bridge.render import breakpoints_table, duration
+
+
+def test_arguments_out_of_range_are_refused_with_a_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for argv in (["serve", "--port", "70000"], ["serve", "--poll-interval", "0"], ["frobnicate"]):
+        with pytest.raises(SystemExit) as exit_:
+            build_parser().parse_args(argv)
+        assert exit_.value.code == 2
+    assert "70000 is not a TCP port" in capsys.readouterr().err
+
+
+def test_client_commands_explain_a_missing_bridge(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RAYDAP_URL", "http://127.0.0.1:9")
+    assert main(["list"]) == 1
+    assert "no raydap bridge at http://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_eval_errors_show_the_exception_line() -> None:
+    traceback = 'Traceback (most recent call last):\n  File "<string>", line 1\nNameError: x\n'
+    assert _last_line(traceback) == "NameError: x"
+
+
+def test_the_table_shows_what_a_person_looks_for() -> None:
+    record = {
+        "id": "4151dd20b058", "kind": "exception", "exception": {"type": "ValueError"},
+        "job_id": "02000000", "task_name": "Trainer.step", "node_ip": "10.0.0.7", "pid": 42,
+        "location": {"path": "/a/very/long/path/to/some/deep/module/of/the/project/train.py",
+                     "line": 12, "function": "step"},
+        "paused_since": 0, "clients": 2,
+    }  # fmt: skip
+    header, row = breakpoints_table([record]).splitlines()
+    assert header.split()[:4] == ["ID", "KIND", "JOB", "TASK"]
+    assert "exception: ValueError" in row and "Trainer.step" in row and "…" in row
+    assert "train.py:12" in row and row.rstrip().endswith("2")
+    assert breakpoints_table([]) == "no paused workers"
+    assert (duration(5), duration(125), duration(7300)) == ("5s", "2m05s", "2h01m")
