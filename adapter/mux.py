@@ -106,6 +106,7 @@ class WorkerMux:
     ) -> None:
         self.feed = feed
         self.workers: dict[str, Worker] = {}
+        self._by_upstream: dict[Upstream, Worker] = {}  # every event finds its worker in O(1)
         self._send = send
         self._paths = paths
         self._all_threads = all_threads
@@ -136,6 +137,7 @@ class WorkerMux:
         for worker in self.workers.values():
             worker.upstream.remove_client(self)
         self.workers.clear()
+        self._by_upstream.clear()
 
     def _on_join(self, worker: Worker) -> None:
         if self._closed or worker.key in self.workers:
@@ -168,6 +170,7 @@ class WorkerMux:
         if self._closed or worker.upstream.state.value == "closed":
             return
         self.workers[worker.key] = worker
+        self._by_upstream[worker.upstream] = worker
         worker.upstream.add_client(self)
         if self.feed.follows:
             self._say(f"raydap: following {worker.label} ({worker.key})")
@@ -194,7 +197,7 @@ class WorkerMux:
                 self._paths.to_client(worker.key, path)
 
     def upstream_event(self, upstream: Upstream, message: Event) -> None:
-        worker = self._worker_of(upstream)
+        worker = self._by_upstream.get(upstream)
         if worker is None:
             return
         body = message.body if isinstance(message.body, dict) else None
@@ -215,7 +218,7 @@ class WorkerMux:
         self._send(forwarded)
 
     def upstream_closed(self, upstream: Upstream, reason: str) -> None:
-        worker = self._worker_of(upstream)
+        worker = self._by_upstream.pop(upstream, None)
         if worker is None:
             return
         del self.workers[worker.key]
@@ -226,9 +229,6 @@ class WorkerMux:
         self._say(f"{worker.label}: {reason}")
         if not self.feed.follows:
             self._send(event("terminated"))
-
-    def _worker_of(self, upstream: Upstream) -> Worker | None:
-        return next((w for w in self.workers.values() if w.upstream is upstream), None)
 
     # -- requests ---------------------------------------------------------------------------
 

@@ -87,7 +87,6 @@ async def resolve(holder: Holder, arguments: dict[str, Any]) -> WorkerFeed:
     if wanted is not None:
         if not isinstance(wanted, str) or not wanted:
             raise AttachError('"breakpoint" is a worker id or its prefix (`raydap list`)')
-        upstream = await holder.upstream_for(wanted)
-        record_id = next(r for r, u in holder.upstreams.items() if u is upstream)
+        record_id, upstream = await holder.held_worker(wanted)
         return SingleWorker(Worker(record_id, upstream))
     return FollowFeed(holder, follow_filter(arguments))

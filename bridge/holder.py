@@ -254,7 +254,9 @@ class Holder:
 
     # -- client side ------------------------------------------------------------------------
 
-    async def upstream_for(self, id_or_prefix: str) -> Upstream:
+    async def held_worker(self, id_or_prefix: str) -> tuple[str, Upstream]:
+        """The id and connection of the held worker an id or unique prefix names (waiting
+        for one still in its handshake), or AttachError saying why there is none."""
         try:
             record = self.registry.resolve(id_or_prefix)
         except LookupFailed as exc:
@@ -275,12 +277,11 @@ class Holder:
         if upstream is None or upstream.state is State.CLOSED:
             raise AttachError(f"worker {record.id} is no longer paused")
         self._touched[record.id] = time.monotonic()
-        return upstream
+        return record.id, upstream
 
     async def resume(self, id_or_prefix: str) -> str:
         """Continue every stopped thread of one held worker; returns its id."""
-        upstream = await self.upstream_for(id_or_prefix)
-        rid = next(r for r, u in self.upstreams.items() if u is upstream)
+        rid, upstream = await self.held_worker(id_or_prefix)
         stop = upstream.top_stop()
         if stop is None:
             raise AttachError(f"worker {rid} is already running")

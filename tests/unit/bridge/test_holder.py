@@ -28,13 +28,13 @@ async def test_an_unreachable_paused_worker_is_listed_as_failed_with_the_reason(
     holder.hold(PausedWorker(worker, time.time()))
     rid = record_id(worker.worker_id)
     with pytest.raises(AttachError, match="refuses connections"):
-        await holder.upstream_for(rid)
+        await holder.held_worker(rid)
     record = registry.get(rid)
     assert record is not None and record.state == "failed"
     assert "debugpy's adapter has exited" in (record.error or "")
     assert holder.is_known(worker.worker_id)  # not retried at once
     with pytest.raises(AttachError, match=f"cannot debug {rid}"):
-        await holder.upstream_for(rid)
+        await holder.held_worker(rid)
 
     holder.still_paused({worker.worker_id})
     assert rid in registry  # still paused: still listed
