@@ -249,3 +249,28 @@ async def test_legacy_pdb_breakpoints_are_listed_with_how_to_reach_them(
     while bridge.records(job.job_id) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
     assert bridge.records(job.job_id) == []
+
+
+async def test_the_terminal_client_inspects_and_leaves_the_worker_paused(
+    bridge: BridgeProcess, run_job: Callable[[str], Job]
+) -> None:
+    job = run_job("task_breakpoint.py")
+    [record] = bridge.wait_records(job.job_id)
+    typed = "bt\nl\nx * 2\nundefined_name\nq\n"
+    session = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "bridge.cli", "attach", record["id"][:6]],
+        input=typed, capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, RAYDAP_URL=bridge.url),
+    )  # fmt: skip
+    out = session.stdout
+    assert session.returncode == 0, out + session.stderr
+    assert "stopped (breakpoint)" in out
+    assert f"square at {record['location']['path']}:{record['location']['line']}" in out
+    assert "  x = 7" in out and "  y = 49" in out  # l: the frame's locals
+    assert "\n14\n" in out.replace("(raydap) ", "\n")  # an expression, evaluated in the worker
+    assert "NameError" in out  # an error is shown, and the prompt goes on
+    await asyncio.sleep(0.3)
+    assert bridge.records(job.job_id)[0]["state"] == "held"  # q leaves it paused
+    bridge.post(f"/api/v1/breakpoints/{record['id']}/continue")
+    assert job.result() == "49"
