@@ -27,8 +27,6 @@ Key = tuple[str, str]
 class StopCache:
     def __init__(self) -> None:
         self._answers: dict[Key, asyncio.Future[Response]] = {}
-        self.hits = 0
-        self.misses = 0
 
     def __len__(self) -> int:
         return len(self._answers)
@@ -55,12 +53,7 @@ class StopCache:
         return {k: v for k, v in arguments.items() if k not in ("startFrame", "levels")}
 
     def get(self, key: Key) -> asyncio.Future[Response] | None:
-        found = self._answers.get(key)
-        if found is not None:
-            self.hits += 1
-        else:
-            self.misses += 1
-        return found
+        return self._answers.get(key)
 
     def put(self, key: Key, answer: asyncio.Future[Response]) -> None:
         self._answers[key] = answer

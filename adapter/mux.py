@@ -182,16 +182,13 @@ class WorkerMux:
     async def _learn_paths(self, worker: Worker) -> None:
         """Read the stack once so the worker's package directory is known before breakpoints
         are mapped to it."""
-        stop = worker.upstream.top_stop()
-        if not self._paths.active or stop is None:
+        if not self._paths.active:
             return
         try:
-            trace = await worker.upstream.request(
-                "stackTrace", {"threadId": (stop.body or {}).get("threadId", 0), "levels": 50}
-            )
+            _, frames = await worker.upstream.stack(levels=50)
         except UpstreamError:
             return
-        for frame in (trace.body or {}).get("stackFrames", []):
+        for frame in frames:
             path = (frame.get("source") or {}).get("path")
             if isinstance(path, str):
                 self._paths.to_client(worker.key, path)

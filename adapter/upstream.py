@@ -83,7 +83,6 @@ class Upstream:
         self._first_stop = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
         self._detaching = False
-        self._closer: asyncio.Task[None] | None = None
         self._background: set[asyncio.Future[Any]] = set()
 
     # -- life cycle -------------------------------------------------------------------------
@@ -273,7 +272,7 @@ class Upstream:
         elif name == "terminated":
             # debugpy's adapter says so when the worker process dies, but keeps the socket
             # open: the worker is gone all the same.
-            self._closer = asyncio.create_task(self.close("the worker process exited"))
+            self._spawn(self.close("the worker process exited"))
             return
         if name in _PRIVATE_EVENTS or (name == "output" and body.get("category") == "telemetry"):
             return
@@ -353,6 +352,22 @@ class Upstream:
         if client in self.clients:
             self.clients.discard(client)
             self._on_change(self)
+
+    async def stack(self, levels: int = 0) -> tuple[int, list[dict[str, Any]]]:
+        """The most recently stopped thread and its top ``levels`` frames (0: all of them);
+        raises UpstreamError if the worker is not stopped or reports no stack."""
+        stop = self.top_stop()
+        if stop is None:
+            raise UpstreamError(f"{self.name} is not stopped")
+        thread_id = int((stop.body or {}).get("threadId", 0))
+        arguments: dict[str, Any] = {"threadId": thread_id, "startFrame": 0}
+        if levels:
+            arguments["levels"] = levels
+        response = await self.request("stackTrace", arguments)
+        frames = (response.body or {}).get("stackFrames") or [] if response.success else []
+        if not frames:
+            raise UpstreamError(f"{self.name} has no stack: {response.message}")
+        return thread_id, frames
 
     def top_stop(self) -> Event | None:
         """The most recent stop in force, the one a person wants to see first."""

@@ -31,23 +31,8 @@ async def continue_all(holder: Holder, where: WorkerFilter) -> list[str]:
     return [rid for rid, result in resumed if not isinstance(result, BaseException)]
 
 
-async def top_frame(upstream: Upstream, levels: int = 1) -> tuple[int, list[dict[str, Any]]]:
-    """The stopped thread's id and its top ``levels`` frames."""
-    stop = upstream.top_stop()
-    if stop is None:
-        raise AttachError(f"{upstream.name} is not stopped")
-    thread_id = int((stop.body or {}).get("threadId", 0))
-    response = await upstream.request(
-        "stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": levels}
-    )
-    frames = (response.body or {}).get("stackFrames") or [] if response.success else []
-    if not frames:
-        raise AttachError(f"{upstream.name} has no stack: {response.message}")
-    return thread_id, frames
-
-
 async def _evaluate_one(upstream: Upstream, expression: str) -> str:
-    _, frames = await top_frame(upstream)
+    _, frames = await upstream.stack(levels=1)
     response = await upstream.request(
         "evaluate", {"expression": expression, "frameId": frames[0]["id"], "context": "repl"}
     )
@@ -76,7 +61,7 @@ async def evaluate_all(
 
 
 async def _snapshot_one(upstream: Upstream, max_frames: int) -> dict[str, Any]:
-    thread_id, frames = await top_frame(upstream, max_frames)
+    thread_id, frames = await upstream.stack(levels=max_frames)
     scopes = await upstream.request("scopes", {"frameId": frames[0]["id"]})
     local_vars: dict[str, str] = {}
     for scope in (scopes.body or {}).get("scopes", [])[:1]:

@@ -183,7 +183,7 @@ class Holder:
             else:
                 update["kind"], update["exception"] = "breakpoint", None
             update["location"] = None
-            self._spawn(self._locate(rid, upstream, body.get("threadId")))
+            self._spawn(self._locate(rid, upstream))
             self._spawn(self._name_task(rid))
         self.registry.put(record.model_copy(update=update))
 
@@ -230,19 +230,14 @@ class Holder:
         if (upstream := self.upstreams.get(rid)) is not None:
             upstream.name = named.label  # clients' messages about it name the task
 
-    async def _locate(self, rid: str, upstream: Upstream, thread_id: object) -> None:
+    async def _locate(self, rid: str, upstream: Upstream) -> None:
         """Ask the worker for its top frame, so lists can show file:line and function."""
-        if not isinstance(thread_id, int):
-            return
         try:
-            response = await upstream.request(
-                "stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": 1}
-            )
+            _, frames = await upstream.stack(levels=1)
         except UpstreamError:
             return
-        frames = (response.body or {}).get("stackFrames") or [] if response.success else []
         record = self.registry.get(rid)
-        if not frames or record is None:
+        if record is None:
             return
         top = frames[0]
         location = Location(

@@ -77,7 +77,8 @@ async def test_random_traffic_gets_valid_replies_and_harms_nobody(
     for reply in await exchange(relay, payload):
         assert schema_errors(reply) == [], reply
 
-    assert relay.upstream.state is State.STOPPED  # the worker is still paused and held
+    # The worker is still paused and held.
+    assert relay.upstream.state is State.STOPPED, (relay.upstream.close_reason, messages)
     neighbour = await dap_connect(relay.host, relay.port)
     await neighbour.attach(breakpoint="w1")
     thread_id = (await neighbour.wait_event("stopped")).body["threadId"]
