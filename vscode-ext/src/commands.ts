@@ -1,0 +1,120 @@
+/**
+ * The view's actions. Each takes the tree node it was invoked on, or asks with a quick pick
+ * when run from the command palette, so every action works both ways.
+ */
+
+import * as fs from 'node:fs';
+import * as vscode from 'vscode';
+
+import { BridgeError } from './bridgeApi';
+import type { Connection } from './connection';
+import { DEBUG_TYPE } from './debugAdapter';
+import { localPath } from './paths';
+import type { WorkerRecord } from './records';
+import { attachable, workerNode, workerTitle, type TreeNode } from './workerTree';
+
+export function registerCommands(context: vscode.ExtensionContext, connection: Connection): void {
+  const commands: Record<string, (node?: TreeNode) => Promise<unknown>> = {
+    'raydap.attach': async (node) => {
+      const record = await workerOf(node, connection, 'Attach to which paused worker?', attachable);
+      if (!record) return;
+      await startSession({ name: `Ray: ${workerTitle(record)}`, breakpoint: record.id });
+    },
+    'raydap.followJob': async (node) => {
+      const jobId = await jobOf(node, connection);
+      if (!jobId) return;
+      await startSession({ name: `Ray: follow job ${jobId}`, follow: { job: jobId } });
+    },
+    'raydap.continueWorker': async (node) => {
+      const record = await workerOf(node, connection, 'Continue which paused worker?');
+      if (record) await act(() => connection.api().then((api) => api.continueWorker(record.id)));
+    },
+    'raydap.continueJob': async (node) => {
+      const jobId = await jobOf(node, connection);
+      if (!jobId) return;
+      const result = await act(() => connection.api().then((api) => api.continueJob(jobId)));
+      if (result) void vscode.window.setStatusBarMessage(`Ray: continued ${result.continued.length} worker(s) of job ${jobId}`, 5_000);
+    },
+    'raydap.reveal': async (node) => {
+      const record = await workerOf(node, connection, 'Show the source of which paused worker?');
+      if (record?.location) await reveal(record);
+    },
+    'raydap.setToken': async () => {
+      const token = await vscode.window.showInputBox({
+        title: 'raydap bridge token',
+        prompt: 'The secret of a token from the bridge\'s --token-file. Kept in VS Code\'s secret storage.',
+        password: true,
+        ignoreFocusOut: true,
+        validateInput: (value) => (/^\S{1,4096}$/.test(value) ? undefined : 'a token is 1 to 4096 characters, no spaces'),
+      });
+      if (token) await connection.setToken(token);
+    },
+    'raydap.clearToken': () => connection.setToken(undefined),
+    'raydap.reconnect': () => connection.reconnect(),
+  };
+  for (const [id, run] of Object.entries(commands)) {
+    context.subscriptions.push(vscode.commands.registerCommand(id, run));
+  }
+}
+
+async function startSession(fields: { name: string } & Record<string, unknown>): Promise<void> {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  const started = await vscode.debug.startDebugging(folder, { ...fields, type: DEBUG_TYPE, request: 'attach' });
+  if (!started) void vscode.window.showErrorMessage('raydap: the debug session did not start; see the "raydap" output');
+}
+
+/** Run a bridge action; its failure is shown, not thrown into VS Code's command runner. */
+async function act<T>(run: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await run();
+  } catch (error) {
+    const message = error instanceof BridgeError || error instanceof Error ? error.message : String(error);
+    void vscode.window.showErrorMessage(`raydap: ${message}`);
+    return undefined;
+  }
+}
+
+async function workerOf(
+  node: TreeNode | undefined,
+  connection: Connection,
+  question: string,
+  eligible: (record: WorkerRecord) => boolean = () => true,
+): Promise<WorkerRecord | undefined> {
+  if (node?.type === 'worker') return node.record;
+  const now = Date.now() / 1000;
+  const choices = connection.records.filter(eligible).map((record) => {
+    const shown = workerNode(record, now);
+    return { label: shown.label, description: shown.description, detail: `job ${record.job_id ?? '?'} · id ${record.id}`, record };
+  });
+  if (choices.length === 0) {
+    void vscode.window.showInformationMessage('raydap: no paused Ray worker to choose from');
+    return undefined;
+  }
+  return (await vscode.window.showQuickPick(choices, { title: question, matchOnDetail: true }))?.record;
+}
+
+async function jobOf(node: TreeNode | undefined, connection: Connection): Promise<string | undefined> {
+  if (node?.type === 'job') return node.jobId ?? undefined;
+  if (node?.type === 'worker') return node.record.job_id ?? undefined;
+  const jobs = [...new Set(connection.records.map((r) => r.job_id).filter((id): id is string => !!id))].sort();
+  if (jobs.length === 0) {
+    void vscode.window.showInformationMessage('raydap: no job has a paused worker');
+    return undefined;
+  }
+  return vscode.window.showQuickPick(jobs, { title: 'Which job?' });
+}
+
+async function reveal(record: WorkerRecord): Promise<void> {
+  if (!record.location) return;
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const path = localPath(record.location.path, root);
+  if (!fs.existsSync(path)) {
+    void vscode.window.showWarningMessage(
+      `raydap: ${path} is not on this machine. Attach to the worker to read it through the bridge.`,
+    );
+    return;
+  }
+  const line = Math.max(0, record.location.line - 1);
+  const document = await vscode.workspace.openTextDocument(vscode.Uri.file(path));
+  await vscode.window.showTextDocument(document, { selection: new vscode.Range(line, 0, line, 0), preview: true });
+}

@@ -1,0 +1,95 @@
+/**
+ * The extension's one link to the bridge: current settings, the token from SecretStorage, the
+ * live events stream, and an HTTP client for actions. Settings or token changes re-open the
+ * stream, so the view always shows the bridge the user asked for.
+ */
+
+import * as vscode from 'vscode';
+
+import { BridgeApi } from './bridgeApi';
+import { EventStream, type StreamState } from './eventStream';
+import type { WorkerRecord } from './records';
+import { ConfigError, DEFAULT_SETTINGS, readSettings, type Settings } from './settings';
+
+const TOKEN_KEY = 'raydap.token';
+
+export type RecordsListener = (records: readonly WorkerRecord[], state: StreamState) => void;
+
+export class Connection implements vscode.Disposable {
+  private stream: EventStream | undefined;
+  private readonly listeners: RecordsListener[] = [];
+  private readonly subscriptions: vscode.Disposable[] = [];
+  private generation = 0;
+
+  constructor(
+    private readonly secrets: vscode.SecretStorage,
+    private readonly log: vscode.OutputChannel,
+  ) {
+    this.subscriptions.push(
+      vscode.workspace.onDidChangeConfiguration((change) => {
+        if (change.affectsConfiguration('raydap')) void this.reconnect();
+      }),
+      secrets.onDidChange((change) => {
+        if (change.key === TOKEN_KEY) void this.reconnect();
+      }),
+    );
+  }
+
+  onRecords(listener: RecordsListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** The settings as checked; a bad value is reported and the default used instead. */
+  settings(): Settings {
+    const section = vscode.workspace.getConfiguration('raydap');
+    try {
+      return readSettings((key) => section.get(key));
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      void vscode.window.showErrorMessage(`raydap: ${error.message}; using ${DEFAULT_SETTINGS.bridgeUrl}`);
+      return DEFAULT_SETTINGS;
+    }
+  }
+
+  async token(): Promise<string | undefined> {
+    return (await this.secrets.get(TOKEN_KEY)) || undefined;
+  }
+
+  async setToken(token: string | undefined): Promise<void> {
+    if (token) await this.secrets.store(TOKEN_KEY, token);
+    else await this.secrets.delete(TOKEN_KEY);
+  }
+
+  async api(): Promise<BridgeApi> {
+    return new BridgeApi(this.settings().bridgeUrl, await this.token());
+  }
+
+  get records(): readonly WorkerRecord[] {
+    return this.stream ? [...this.stream.records.values()] : [];
+  }
+
+  async reconnect(): Promise<void> {
+    const generation = ++this.generation;
+    const { bridgeUrl } = this.settings();
+    const token = await this.token();
+    if (generation !== this.generation) return; // a newer reconnect is under way
+    this.stream?.stop();
+    this.log.appendLine(`watching ${bridgeUrl} (${token ? 'with' : 'without'} a token)`);
+    let last: StreamState['status'] | undefined;
+    this.stream = new EventStream(bridgeUrl, token, (records, state) => {
+      if (state.status !== last) {
+        this.log.appendLine(`bridge ${state.status}${'message' in state ? `: ${state.message}` : ''}`);
+        last = state.status;
+      }
+      const list = [...records.values()];
+      for (const listener of this.listeners) listener(list, state);
+    });
+    for (const listener of this.listeners) listener([], this.stream.state);
+    this.stream.start();
+  }
+
+  dispose(): void {
+    this.stream?.stop();
+    for (const subscription of this.subscriptions) subscription.dispose();
+  }
+}

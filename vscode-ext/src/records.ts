@@ -1,0 +1,145 @@
+/**
+ * The bridge's records of paused workers, as `GET /api/v1/breakpoints` and the events
+ * WebSocket send them. They come from outside the editor, so they are checked field by field
+ * before anything shows them; a malformed one is an error, never a half-drawn tree item.
+ */
+
+export type Kind = 'breakpoint' | 'exception' | 'legacy-pdb';
+export type RecordState = 'discovered' | 'held' | 'running' | 'failed';
+
+export interface Location {
+  path: string;
+  line: number;
+  function: string;
+}
+
+export interface WorkerRecord {
+  id: string;
+  kind: Kind;
+  state: RecordState;
+  job_id: string | null;
+  task_name: string | null;
+  actor_id: string | null;
+  actor_class: string | null;
+  node_id: string | null;
+  node_ip: string;
+  pid: number | null;
+  paused_since: number;
+  location: Location | null;
+  exception: { type: string; message: string } | null;
+  clients: number;
+  error: string | null;
+}
+
+/** One message of `/api/v1/events`: every record first, then one change at a time. */
+export type BridgeEvent =
+  | { kind: 'snapshot'; records: WorkerRecord[] }
+  | { kind: 'added' | 'updated' | 'removed'; record: WorkerRecord };
+
+export class InvalidRecord extends Error {}
+
+const KINDS: readonly string[] = ['breakpoint', 'exception', 'legacy-pdb'];
+const STATES: readonly string[] = ['discovered', 'held', 'running', 'failed'];
+const MAX_TEXT = 4096;
+
+function object(value: unknown, what: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidRecord(`${what} is not an object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function text(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.length > MAX_TEXT) {
+    throw new InvalidRecord(`${what} is not a string of at most ${MAX_TEXT} characters`);
+  }
+  return value;
+}
+
+function optionalText(value: unknown, what: string): string | null {
+  return value === null || value === undefined ? null : text(value, what);
+}
+
+function number(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new InvalidRecord(`${what} is not a number`);
+  }
+  return value;
+}
+
+function oneOf<T extends string>(value: unknown, allowed: readonly string[], what: string): T {
+  if (typeof value !== 'string' || !allowed.includes(value)) {
+    throw new InvalidRecord(`${what} is not one of ${allowed.join(', ')}`);
+  }
+  return value as T;
+}
+
+/** A record as the bridge sends it, checked; unknown fields are dropped. */
+export function parseRecord(value: unknown): WorkerRecord {
+  const raw = object(value, 'record');
+  const id = text(raw.id, 'record id');
+  const at = (field: string): string => `record ${id}: ${field}`;
+  let location: Location | null = null;
+  if (raw.location !== null && raw.location !== undefined) {
+    const where = object(raw.location, at('location'));
+    location = {
+      path: text(where.path, at('location.path')),
+      line: number(where.line, at('location.line')),
+      function: text(where.function, at('location.function')),
+    };
+  }
+  let exception: WorkerRecord['exception'] = null;
+  if (raw.exception !== null && raw.exception !== undefined) {
+    const error = object(raw.exception, at('exception'));
+    exception = {
+      type: text(error.type, at('exception.type')),
+      message: text(error.message, at('exception.message')),
+    };
+  }
+  return {
+    id,
+    kind: oneOf<Kind>(raw.kind, KINDS, at('kind')),
+    state: oneOf<RecordState>(raw.state, STATES, at('state')),
+    job_id: optionalText(raw.job_id, at('job_id')),
+    task_name: optionalText(raw.task_name, at('task_name')),
+    actor_id: optionalText(raw.actor_id, at('actor_id')),
+    actor_class: optionalText(raw.actor_class, at('actor_class')),
+    node_id: optionalText(raw.node_id, at('node_id')),
+    node_ip: text(raw.node_ip, at('node_ip')),
+    pid: raw.pid === null || raw.pid === undefined ? null : number(raw.pid, at('pid')),
+    paused_since: number(raw.paused_since, at('paused_since')),
+    location,
+    exception,
+    clients: raw.clients === undefined ? 0 : number(raw.clients, at('clients')),
+    error: optionalText(raw.error, at('error')),
+  };
+}
+
+/** One events message, checked. */
+export function parseEvent(value: unknown): BridgeEvent {
+  const raw = object(value, 'event');
+  switch (raw.kind) {
+    case 'snapshot': {
+      if (!Array.isArray(raw.records)) throw new InvalidRecord('snapshot without records');
+      return { kind: 'snapshot', records: raw.records.map(parseRecord) };
+    }
+    case 'added':
+    case 'updated':
+    case 'removed':
+      return { kind: raw.kind, record: parseRecord(raw.record) };
+    default:
+      throw new InvalidRecord(`unknown event kind ${JSON.stringify(raw.kind)}`);
+  }
+}
+
+/** Records keyed by id, kept current by applying events in order. */
+export function applyEvent(records: Map<string, WorkerRecord>, event: BridgeEvent): void {
+  if (event.kind === 'snapshot') {
+    records.clear();
+    for (const record of event.records) records.set(record.id, record);
+  } else if (event.kind === 'removed') {
+    records.delete(event.record.id);
+  } else {
+    records.set(event.record.id, event.record);
+  }
+}

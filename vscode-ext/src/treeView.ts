@@ -1,0 +1,87 @@
+/** The "Ray" view: the tree model of `workerTree.ts` as VS Code tree items. */
+
+import * as vscode from 'vscode';
+
+import type { WorkerRecord } from './records';
+import type { StreamState } from './eventStream';
+import { buildTree, type JobNode, type TreeNode } from './workerTree';
+
+export class WorkerTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private jobs: JobNode[] = [];
+  private records: readonly WorkerRecord[] = [];
+  private state: StreamState = { status: 'connecting' };
+  /** Re-draws "paused for" while someone can see it; the records themselves are pushed. */
+  private readonly clock: NodeJS.Timeout;
+
+  constructor() {
+    this.clock = setInterval(() => {
+      if (this.records.length > 0) this.redraw();
+    }, 5_000);
+  }
+
+  update(records: Iterable<WorkerRecord>, state: StreamState): void {
+    this.records = [...records];
+    this.state = state;
+    this.redraw();
+  }
+
+  /** Why the view is empty or stale; shown above the tree (undefined when all is well). */
+  get message(): string | undefined {
+    switch (this.state.status) {
+      case 'connecting':
+        return 'Connecting to the raydap bridge…';
+      case 'unreachable':
+      case 'unauthorized':
+        return this.state.message;
+      default:
+        return undefined;
+    }
+  }
+
+  get connectionState(): StreamState['status'] {
+    return this.state.status;
+  }
+
+  getTreeItem(node: TreeNode): vscode.TreeItem {
+    if (node.type === 'job') {
+      const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `job:${node.jobId ?? '?'}`;
+      item.description = node.description;
+      item.contextValue = node.contextValue;
+      item.iconPath = new vscode.ThemeIcon('layers');
+      return item;
+    }
+    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+    item.id = `worker:${node.record.id}`;
+    item.description = node.description;
+    item.tooltip = node.tooltip;
+    item.contextValue = node.contextValue;
+    item.iconPath = new vscode.ThemeIcon(node.icon);
+    if (node.record.location) {
+      item.command = { command: 'raydap.reveal', title: 'Reveal Source', arguments: [node] };
+    }
+    return item;
+  }
+
+  getChildren(node?: TreeNode): TreeNode[] {
+    if (node === undefined) return this.jobs;
+    return node.type === 'job' ? node.workers : [];
+  }
+
+  getParent(node: TreeNode): TreeNode | undefined {
+    if (node.type === 'job') return undefined;
+    return this.jobs.find((job) => job.jobId === node.record.job_id);
+  }
+
+  dispose(): void {
+    clearInterval(this.clock);
+    this.changed.dispose();
+  }
+
+  private redraw(): void {
+    this.jobs = this.state.status === 'connected' ? buildTree(this.records, Date.now() / 1000) : [];
+    this.changed.fire(undefined);
+  }
+}

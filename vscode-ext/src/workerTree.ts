@@ -1,0 +1,127 @@
+/**
+ * The "Ray" view's content as plain data: paused workers grouped by job, with the words and
+ * icons a person reads. The VS Code tree provider only copies these into tree items.
+ */
+
+import type { WorkerRecord } from './records';
+
+export interface WorkerNode {
+  type: 'worker';
+  record: WorkerRecord;
+  label: string;
+  description: string;
+  tooltip: string;
+  /** A codicon id. */
+  icon: string;
+  /** Matched by the `when` clauses of the view's menus (see package.json). */
+  contextValue: string;
+}
+
+export interface JobNode {
+  type: 'job';
+  jobId: string | null;
+  label: string;
+  description: string;
+  workers: WorkerNode[];
+  contextValue: string;
+}
+
+export type TreeNode = JobNode | WorkerNode;
+
+/** Task name, or `Actor.method` for an actor (the bridge already names methods that way). */
+export function workerTitle(record: WorkerRecord): string {
+  if (record.task_name) return record.task_name;
+  if (record.actor_class) return `${record.actor_class} actor`;
+  return `worker ${record.id.slice(0, 8)}`;
+}
+
+export function basename(path: string): string {
+  return path.split(/[\\/]/).pop() ?? path;
+}
+
+/** "4 s", "3 min 5 s", "2 h 10 min": how long a worker has waited for someone. */
+export function pausedFor(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+function kindText(record: WorkerRecord): string {
+  if (record.kind === 'exception') {
+    return record.exception ? `${record.exception.type}: ${record.exception.message}` : 'exception';
+  }
+  return record.kind === 'legacy-pdb' ? 'legacy pdb' : 'breakpoint';
+}
+
+function icon(record: WorkerRecord): string {
+  if (record.state === 'failed') return 'warning';
+  if (record.kind === 'exception') return 'error';
+  if (record.kind === 'legacy-pdb') return 'terminal';
+  return record.state === 'running' ? 'debug-continue' : 'debug-breakpoint';
+}
+
+/** Legacy pdb workers and failed ones cannot take a DAP session; running ones have no stop. */
+export function attachable(record: WorkerRecord): boolean {
+  return record.kind !== 'legacy-pdb' && (record.state === 'held' || record.state === 'discovered');
+}
+
+export function workerNode(record: WorkerRecord, nowSeconds: number): WorkerNode {
+  const where = record.location ? `${basename(record.location.path)}:${record.location.line}` : 'locating…';
+  const clients = record.clients === 1 ? '1 client' : record.clients > 1 ? `${record.clients} clients` : '';
+  const waited = pausedFor(nowSeconds - record.paused_since);
+  const description = [where, record.node_ip, record.pid === null ? '' : `pid ${record.pid}`, waited, clients]
+    .filter(Boolean)
+    .join(' · ');
+  const lines = [
+    `${workerTitle(record)} — ${kindText(record)}`,
+    record.location ? `${record.location.path}:${record.location.line} in ${record.location.function}()` : '',
+    `node ${record.node_ip}${record.node_id ? ` (${record.node_id.slice(0, 12)})` : ''}, pid ${record.pid ?? '?'}`,
+    record.actor_id ? `actor ${record.actor_id}` : '',
+    `job ${record.job_id ?? 'unknown'} · paused ${waited} · ${record.clients} client(s) attached`,
+    `state ${record.state}${record.error ? `: ${record.error}` : ''}`,
+    `id ${record.id}`,
+  ];
+  const flags = [record.kind, record.state, attachable(record) ? 'attachable' : ''].filter(Boolean);
+  return {
+    type: 'worker',
+    record,
+    label: record.kind === 'exception' && record.exception ? `${workerTitle(record)} (${record.exception.type})` : workerTitle(record),
+    description,
+    tooltip: lines.filter(Boolean).join('\n'),
+    icon: icon(record),
+    contextValue: `worker ${flags.join(' ')}`,
+  };
+}
+
+/** Jobs in id order (Ray's job ids grow), workers by when they paused, oldest first. */
+export function buildTree(records: Iterable<WorkerRecord>, nowSeconds: number): JobNode[] {
+  const jobs = new Map<string | null, WorkerRecord[]>();
+  for (const record of records) {
+    const list = jobs.get(record.job_id) ?? [];
+    list.push(record);
+    jobs.set(record.job_id, list);
+  }
+  const ids = [...jobs.keys()].sort((a, b) => (a ?? '~').localeCompare(b ?? '~'));
+  return ids.map((jobId) => {
+    const workers = (jobs.get(jobId) ?? [])
+      .sort((a, b) => a.paused_since - b.paused_since || a.id.localeCompare(b.id))
+      .map((record) => workerNode(record, nowSeconds));
+    const paused = workers.filter((w) => w.record.state !== 'running').length;
+    return {
+      type: 'job',
+      jobId,
+      label: jobId ? `Job ${jobId}` : 'Job not yet known',
+      description: `${paused} paused`,
+      workers,
+      contextValue: jobId ? 'job known' : 'job',
+    };
+  });
+}
+
+/** How many workers wait for someone: what the status bar shows. */
+export function pausedCount(records: Iterable<WorkerRecord>): number {
+  let count = 0;
+  for (const record of records) if (record.state !== 'running') count += 1;
+  return count;
+}
