@@ -36,7 +36,7 @@ export function endpoints(bridgeUrl: string): Endpoints {
   try {
     url = new URL(bridgeUrl);
   } catch {
-    throw new ConfigError(`raydap.bridgeUrl is not a URL: ${JSON.stringify(bridgeUrl)}`);
+    throw new ConfigError(`raydap.bridgeUrl is not a URL such as http://127.0.0.1:7800: ${JSON.stringify(bridgeUrl)}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new ConfigError(`raydap.bridgeUrl must start with http:// or https://, not ${url.protocol}`);

@@ -102,10 +102,12 @@ export function buildTree(records: Iterable<WorkerRecord>, nowSeconds: number): 
     list.push(record);
     jobs.set(record.job_id, list);
   }
-  const ids = [...jobs.keys()].sort((a, b) => (a ?? '~').localeCompare(b ?? '~'));
+  const ids = [...jobs.keys()].sort((a, b) =>
+    a === b ? 0 : a === null ? 1 : b === null ? -1 : a < b ? -1 : 1,
+  );
   return ids.map((jobId) => {
     const workers = (jobs.get(jobId) ?? [])
-      .sort((a, b) => a.paused_since - b.paused_since || a.id.localeCompare(b.id))
+      .sort((a, b) => a.paused_since - b.paused_since || (a.id < b.id ? -1 : 1))
       .map((record) => workerNode(record, nowSeconds));
     const paused = workers.filter((w) => w.record.state !== 'running').length;
     return {

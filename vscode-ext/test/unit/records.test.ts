@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { applyEvent, InvalidRecord, parseEvent, parseRecord, type WorkerRecord } from '../../src/records';
+import { record } from './fixtures';
+
+test('a record as the bridge sends it is read field by field; unknown fields are dropped', () => {
+  const parsed = parseRecord({ ...record(), debugger_port: 5678, worker_id: 'w' });
+  assert.deepEqual(parsed, record());
+  assert.equal('debugger_port' in parsed, false);
+});
+
+test('records that would draw wrongly are refused with the field named', () => {
+  assert.throws(() => parseRecord({ ...record(), kind: 'mystery' }), /record a1b2c3d4e5f6: kind/);
+  assert.throws(() => parseRecord({ ...record(), paused_since: 'yesterday' }), /paused_since is not a number/);
+  assert.throws(() => parseRecord({ ...record(), location: { path: '/x.py', line: '3', function: 'f' } }), /location.line/);
+  assert.throws(() => parseRecord({ ...record(), task_name: 'x'.repeat(5000) }), /task_name/);
+  assert.throws(() => parseRecord(['not', 'an', 'object']), InvalidRecord);
+  assert.throws(() => parseRecord({ ...record(), id: 7 }), /record id/);
+});
+
+test('exceptions and missing locations are kept as the bridge says', () => {
+  const raw = record({ kind: 'exception', location: null, exception: { type: 'ZeroDivisionError', message: 'division by zero' } });
+  assert.deepEqual(parseRecord(raw), raw);
+});
+
+test('a snapshot replaces what was known, then changes apply in order', () => {
+  const known = new Map<string, WorkerRecord>([['old', record({ id: 'old' })]]);
+  applyEvent(known, parseEvent({ kind: 'snapshot', records: [record({ id: 'a' }), record({ id: 'b' })] }));
+  assert.deepEqual([...known.keys()], ['a', 'b']);
+  applyEvent(known, parseEvent({ kind: 'updated', record: record({ id: 'a', clients: 2 }) }));
+  applyEvent(known, parseEvent({ kind: 'removed', record: record({ id: 'b' }) }));
+  applyEvent(known, parseEvent({ kind: 'added', record: record({ id: 'c' }) }));
+  assert.deepEqual([...known.keys()], ['a', 'c']);
+  assert.equal(known.get('a')?.clients, 2);
+});
+
+test('events of unknown kinds or without their records are refused', () => {
+  assert.throws(() => parseEvent({ kind: 'exploded' }), /unknown event kind "exploded"/);
+  assert.throws(() => parseEvent({ kind: 'snapshot' }), /snapshot without records/);
+  assert.throws(() => parseEvent({ kind: 'added' }), /record is not an object/);
+});

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { localPath } from '../../src/paths';
+import { attachable, buildTree, pausedCount, pausedFor, workerNode } from '../../src/workerTree';
+import { record } from './fixtures';
+
+test('workers are grouped by job, jobs in id order, workers oldest first', () => {
+  const tree = buildTree(
+    [
+      record({ id: 'late', job_id: '02000000', paused_since: 30 }),
+      record({ id: 'other', job_id: '01000000', paused_since: 50 }),
+      record({ id: 'early', job_id: '02000000', paused_since: 10 }),
+      record({ id: 'orphan', job_id: null, paused_since: 5 }),
+    ],
+    100,
+  );
+  assert.deepEqual(
+    tree.map((job) => [job.label, job.workers.map((w) => w.record.id)]),
+    [
+      ['Job 01000000', ['other']],
+      ['Job 02000000', ['early', 'late']],
+      ['Job not yet known', ['orphan']],
+    ],
+  );
+  assert.equal(tree[1]?.description, '2 paused');
+  assert.equal(tree[0]?.contextValue, 'job known');
+  assert.equal(tree[2]?.contextValue, 'job', 'no job-wide actions without a job id');
+});
+
+test('a worker shows task, file:line, node, pid, paused time and attached clients', () => {
+  const node = workerNode(record({ paused_since: 1_000, clients: 2 }), 1_125);
+  assert.equal(node.label, 'train_step');
+  assert.equal(node.description, 'train.py:12 · 10.0.0.7 · pid 4242 · 2 min 5 s · 2 clients');
+  assert.match(node.tooltip, /\/home\/me\/job\/train.py:12 in train_step\(\)/);
+  assert.match(node.tooltip, /job 02000000/);
+  assert.equal(node.icon, 'debug-breakpoint');
+  assert.equal(node.contextValue, 'worker breakpoint held attachable');
+});
+
+test('actor methods, exceptions and legacy pdb stops are told apart', () => {
+  const actor = workerNode(record({ task_name: 'Trainer.step', actor_id: 'ac7', actor_class: 'Trainer' }), 1_000);
+  assert.equal(actor.label, 'Trainer.step');
+  assert.match(actor.tooltip, /actor ac7/);
+
+  const failed = workerNode(
+    record({ kind: 'exception', exception: { type: 'ValueError', message: 'bad shape (3, 4)' } }),
+    1_000,
+  );
+  assert.equal(failed.label, 'train_step (ValueError)');
+  assert.match(failed.tooltip, /ValueError: bad shape \(3, 4\)/);
+  assert.equal(failed.icon, 'error');
+
+  const legacy = workerNode(record({ kind: 'legacy-pdb', state: 'discovered' }), 1_000);
+  assert.equal(legacy.icon, 'terminal');
+  assert.equal(attachable(legacy.record), false, 'legacy pdb speaks no DAP');
+  assert.doesNotMatch(legacy.contextValue, /attachable/);
+});
+
+test('a worker whose location is not known yet, or that the bridge could not hold, says so', () => {
+  const locating = workerNode(record({ location: null, state: 'discovered', task_name: null, pid: null }), 1_000);
+  assert.equal(locating.label, 'worker a1b2c3d4');
+  assert.equal(locating.description, 'locating… · 10.0.0.7 · 0 s');
+  const failed = workerNode(record({ state: 'failed', error: 'connection refused' }), 1_000);
+  assert.equal(failed.icon, 'warning');
+  assert.match(failed.tooltip, /state failed: connection refused/);
+  assert.equal(attachable(failed.record), false);
+});
+
+test('paused durations read naturally', () => {
+  assert.equal(pausedFor(-3), '0 s');
+  assert.equal(pausedFor(59.9), '59 s');
+  assert.equal(pausedFor(61), '1 min 1 s');
+  assert.equal(pausedFor(7_300), '2 h 1 min');
+});
+
+test('the status bar counts workers that wait, not ones already running', () => {
+  assert.equal(pausedCount([record({ id: 'a' }), record({ id: 'b', state: 'running' }), record({ id: 'c', state: 'discovered' })]), 2);
+});
+
+test("working_dir packages map to the workspace folder; other paths stay", () => {
+  const shipped = '/tmp/ray/session_1/runtime_resources/working_dir_files/_ray_pkg_3f2a9c/train/loop.py';
+  assert.equal(localPath(shipped, '/home/me/job/'), '/home/me/job/train/loop.py');
+  assert.equal(localPath(shipped, undefined), shipped);
+  assert.equal(localPath('/home/me/job/train.py', '/elsewhere'), '/home/me/job/train.py');
+});
