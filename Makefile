@@ -4,7 +4,17 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit integration e2e bench clean
+.PHONY: run test lint typecheck unit integration e2e bench clean ext-check vsix e2e-tools screenshots
+
+# The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
+# code-server from npm, Debian's Chromium for Playwright. Versions are pinned here.
+EXT         := vscode-ext
+EXT_STAMP   := $(EXT)/node_modules/.installed
+TOOLS       := .tools
+NODE24_DIR  := $(TOOLS)/node24
+CODE_SERVER := $(TOOLS)/code-server/node_modules/.bin/code-server
+APT_PACKAGES := chromium libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev
+NPM_INSTALL := npm install --no-audit --no-fund --no-save --loglevel=error
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +31,9 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/raydap demo
 
-## Lint, type-check and run every test (what CI runs).
-test: $(STAMP) lint typecheck
-	$(BIN)/python -m pytest -q
+## Lint, type-check and run every test (what CI runs), the extension's too.
+test: $(STAMP) lint typecheck ext-check vsix e2e-tools
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -45,5 +55,44 @@ e2e: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run --json bench/results.json
 
+$(EXT_STAMP): $(EXT)/package.json $(EXT)/package-lock.json
+	cd $(EXT) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## Type-check the extension and run its unit tests.
+ext-check: $(EXT_STAMP)
+	cd $(EXT) && npm run --silent typecheck && npm test --silent
+
+## Build the extension package vscode-ext/raydap.vsix.
+vsix: $(EXT)/raydap.vsix
+
+$(EXT)/raydap.vsix: $(EXT_STAMP) $(wildcard $(EXT)/src/*.ts) $(EXT)/package.json $(EXT)/README.md
+	cd $(EXT) && npm run --silent package
+
+## What the editor test needs: Chromium (apt), Node 24 and code-server (npm), under .tools/.
+e2e-tools: $(TOOLS)/.apt $(CODE_SERVER)
+
+$(TOOLS)/.apt:
+	@mkdir -p $(TOOLS)
+	dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || \
+		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -q $(APT_PACKAGES)
+	touch $@
+
+$(NODE24_DIR)/node_modules/.bin/node:
+	$(NPM_INSTALL) --prefix $(NODE24_DIR) node@24.21.0
+
+# code-server compiles native modules: against Node 24's own headers, not the system Node's.
+$(CODE_SERVER): $(NODE24_DIR)/node_modules/.bin/node $(TOOLS)/.apt
+	PATH="$(abspath $(NODE24_DIR))/node_modules/.bin:$$PATH" \
+	npm_config_nodedir="$$(echo $(abspath $(NODE24_DIR))/node_modules/node/node_modules/node-linux-*)" \
+		$(NPM_INSTALL) --prefix $(TOOLS)/code-server code-server@4.139.1
+	touch $@
+
+## Re-make the screenshots in docs/ (the editor test takes them).
+screenshots: $(STAMP) vsix e2e-tools
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 RAYDAP_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q \
+		tests/e2e/test_vscode_extension.py
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(TOOLS) \
+		$(EXT)/node_modules $(EXT)/out $(EXT)/dist $(EXT)/raydap.vsix

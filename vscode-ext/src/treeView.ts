@@ -27,17 +27,13 @@ export class WorkerTreeProvider implements vscode.TreeDataProvider<TreeNode>, vs
     this.redraw();
   }
 
-  /** Why the view is empty or stale; shown above the tree (undefined when all is well). */
+  /**
+   * Shown above the tree while connecting. When the bridge is unreachable or refuses the token
+   * the view's welcome content explains it with buttons to fix it (VS Code hides the welcome
+   * while a message is set); the details go to the status bar's tooltip and the log.
+   */
   get message(): string | undefined {
-    switch (this.state.status) {
-      case 'connecting':
-        return 'Connecting to the raydap bridge…';
-      case 'unreachable':
-      case 'unauthorized':
-        return this.state.message;
-      default:
-        return undefined;
-    }
+    return this.state.status === 'connecting' ? 'Connecting to the raydap bridge…' : undefined;
   }
 
   get connectionState(): StreamState['status'] {
@@ -57,6 +53,7 @@ export class WorkerTreeProvider implements vscode.TreeDataProvider<TreeNode>, vs
     item.id = `worker:${node.record.id}`;
     item.description = node.description;
     item.tooltip = node.tooltip;
+    item.accessibilityInformation = { label: `${node.label}, ${node.description}` };
     item.contextValue = node.contextValue;
     item.iconPath = new vscode.ThemeIcon(node.icon);
     if (node.record.location) {

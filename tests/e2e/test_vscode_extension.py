@@ -1,0 +1,179 @@
+"""The VS Code extension in a real VS Code: code-server with the built ``raydap.vsix``, driven by
+Playwright in headless Chromium, against a real ``raydap serve`` and a real Ray job.
+
+The person's steps and what they must see are in ``vscode-ext/test/e2e/drive.mjs``; this test
+starts everything, runs it, and checks what the steps did outside the editor: the job finished
+with the right results and the bridge's audit log names the editor's token.
+
+Needs ``make e2e-tools vsix`` (Node 24 and code-server under ``.tools/``, Debian's chromium).
+``make test`` does that and sets RAYDAP_REQUIRE_EDITOR_TESTS=1, so in CI a missing tool is a
+failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bridge.local_ray import LocalRay, free_port, stop_process_tree
+
+from .conftest import JOBS, BridgeProcess, start_bridge, start_job, stop_bridge, stop_job
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = REPO / ".tools"
+NODE = TOOLS / "node24" / "node_modules" / ".bin" / "node"
+CODE_SERVER = TOOLS / "code-server" / "node_modules" / ".bin" / "code-server"
+VSIX = REPO / "vscode-ext" / "raydap.vsix"
+DRIVER = REPO / "vscode-ext" / "test" / "e2e" / "drive.mjs"
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+TOKEN = "editor-e2e-secret-7f3a"
+
+
+def _require_tools() -> None:
+    missing = [str(p) for p in (NODE, CODE_SERVER, VSIX, CHROMIUM) if not p.exists()]
+    if not missing:
+        return
+    reason = f"run `make e2e-tools vsix` first; missing: {', '.join(missing)}"
+    if os.environ.get("RAYDAP_REQUIRE_EDITOR_TESTS"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@dataclass
+class Editor:
+    url: str
+    settings: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+@pytest.fixture
+def editor_bridge(ray_head: LocalRay, tmp_path: Path) -> Iterator[BridgeProcess]:
+    """A bridge of its own that needs a token, with an audit log."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"editor debug {TOKEN}\n")
+    running = start_bridge(
+        ["--address", ray_head.address, "--token-file", str(tokens),
+         "--audit-log", str(tmp_path / "audit.jsonl")],
+        tmp_path / "bridge.log",
+    )  # fmt: skip
+    yield running
+    stop_bridge(running)
+
+
+@pytest.fixture
+def editor(tmp_path: Path, editor_bridge: BridgeProcess) -> Iterator[Editor]:
+    """code-server with the extension installed in fresh profile directories."""
+    _require_tools()
+    home = tmp_path / "code-server"
+    user = home / "data" / "User"
+    user.mkdir(parents=True)
+    settings = user / "settings.json"
+    settings.write_text(json.dumps({
+        "security.workspace.trust.enabled": False,  # else the extension waits in Restricted Mode
+        "raydap.bridgeUrl": editor_bridge.url,
+        "workbench.startupEditor": "none",
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "chat.disableAIFeatures": True,
+        "git.enabled": False,
+        "extensions.ignoreRecommendations": True,
+        "telemetry.telemetryLevel": "off",
+    }))  # fmt: skip
+    env = dict(
+        os.environ,
+        PATH=f"{NODE.parent}{os.pathsep}{os.environ['PATH']}",
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "share"),
+    )
+    common = ["--user-data-dir", str(home / "data"), "--extensions-dir", str(home / "extensions")]
+    subprocess.run(
+        [CODE_SERVER, *common, "--install-extension", str(VSIX)],
+        env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    port = free_port()
+    log = home / "code-server.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [CODE_SERVER, *common, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
+             "--config", str(home / "config.yaml"), "--disable-telemetry",
+             "--disable-update-check", "--disable-workspace-trust"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(url + "/healthz", process, log)
+        yield Editor(url, settings, process, log)
+    finally:
+        stop_process_tree(process.pid, grace=5)
+        process.wait(timeout=10)
+
+
+def _wait_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"code-server exited:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.2)
+    raise AssertionError(f"code-server did not answer {url} within {timeout} s")
+
+
+def test_view_attach_evaluate_continue_in_vscode(
+    editor: Editor, editor_bridge: BridgeProcess, ray_head: LocalRay, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "trainer"
+    shutil.copytree(JOBS / "editor_workspace", workspace)
+    job = start_job(ray_head.address, str(workspace / "train.py"))
+    screenshots = Path(os.environ.get("RAYDAP_SCREENSHOTS", tmp_path))
+    screenshots.mkdir(parents=True, exist_ok=True)
+    try:
+        driven = subprocess.run(
+            [NODE, DRIVER],
+            env=dict(
+                os.environ,
+                CODE_SERVER_URL=editor.url,
+                WORKSPACE=str(workspace),
+                BRIDGE_TOKEN=TOKEN,
+                SETTINGS_FILE=str(editor.settings),
+                SCREENSHOTS=str(screenshots),
+                CHROMIUM=str(CHROMIUM),
+            ),
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        report = (
+            f"driver stdout:\n{driven.stdout}\ndriver stderr:\n{driven.stderr[-3000:]}\n"
+            f"screenshots in {screenshots}\nbridge log:\n{editor_bridge.log.read_text()[-2000:]}"
+        )
+        assert driven.returncode == 0, report
+        # The editor continued both stops: the job ends with both steps' losses.
+        assert job.result(timeout=60) == "1.0 0.5", report
+    finally:
+        stop_job(job)
+
+    # What the bridge saw: the editor's token on every action; one session attached to the
+    # worker over the DAP TCP port, the other followed the job over the /dap WebSocket.
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert {entry["token"] for entry in audit} == {"editor"}, audit
+    attaches = [entry for entry in audit if entry["action"] == "attach"]
+    assert [("worker" in a, a.get("follow")) for a in attaches] == [
+        (True, None),
+        (False, {"job": job.job_id}),
+    ], audit
+    evaluated = [entry["expression"] for entry in audit if entry["action"] == "evaluate"]
+    assert evaluated == ["loss * 8", "n + 100"], audit
+    assert sum(entry["action"] == "continue" for entry in audit) >= 2, audit
+    tcp_sessions = editor_bridge.log.read_text().count("DAP client connected")
+    assert tcp_sessions == 1, editor_bridge.log.read_text()

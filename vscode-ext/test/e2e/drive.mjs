@@ -1,0 +1,154 @@
+// Drives a real VS Code (code-server) in headless Chromium through what a person does with the
+// extension: set the token, see the paused worker, attach, read a value in the debug console,
+// continue; then follow the job's next breakpoint over the /dap WebSocket and continue the job.
+// Started by tests/e2e/test_vscode_extension.py, which runs the Ray job, the bridge and
+// code-server, and checks afterwards that the job finished with the right results.
+//
+// Environment: CODE_SERVER_URL, WORKSPACE, BRIDGE_TOKEN, SETTINGS_FILE, SCREENSHOTS, CHROMIUM.
+// Exit status 0 when every step was seen; otherwise 1, with a screenshot `failure.png`.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`drive.mjs needs ${name}`);
+  return value;
+};
+const workspace = env('WORKSPACE');
+const screenshots = env('SCREENSHOTS');
+const STEP_TIMEOUT = 60_000;
+
+function say(text) {
+  console.log(`${new Date().toISOString().slice(11, 23)} ${text}`);
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor();
+  await input.fill(`>${title}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
+  await page.keyboard.press('Enter');
+}
+
+/** The debug console's answer to an expression, as shown. */
+async function evaluate(page, expression, expected) {
+  await runCommand(page, 'Debug Console: Focus on Debug Console View');
+  const input = page.locator('.repl-input-wrapper .monaco-editor');
+  await input.waitFor();
+  await input.click();
+  await page.keyboard.type(expression);
+  await page.keyboard.press('Enter');
+  const answer = page.locator('.repl .monaco-list-row .evaluation-result', { hasText: expected }).last();
+  await answer.waitFor({ timeout: STEP_TIMEOUT });
+  return answer.innerText();
+}
+
+/** "steps.py:3 · 10.0.0.7 · pid 42": which worker stopped where, from a row's label. */
+function stopKey(label) {
+  return (label ?? '').split(' · ').slice(0, 3).join(' · ');
+}
+
+async function nextStop(pane, previous) {
+  const rows = pane.locator('.monaco-list-row[aria-label*="steps.py:"]');
+  const deadline = Date.now() + STEP_TIMEOUT;
+  while (Date.now() < deadline) {
+    for (const label of await rows.evaluateAll((found) => found.map((r) => r.getAttribute('aria-label')))) {
+      if (stopKey(label) !== previous) return label;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no stop other than ${previous} appeared in the Ray view`);
+}
+
+function setUserSetting(key, value) {
+  const file = env('SETTINGS_FILE');
+  const settings = JSON.parse(readFileSync(file, 'utf8'));
+  settings[key] = value;
+  writeFileSync(file, JSON.stringify(settings, null, 2));
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+});
+const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+page.setDefaultTimeout(STEP_TIMEOUT);
+try {
+  await page.goto(`${env('CODE_SERVER_URL')}/?folder=${encodeURIComponent(workspace)}`);
+  await page.locator('.monaco-workbench').waitFor();
+  say('VS Code is up');
+
+  // 1. The bridge needs a token: the view says so, and the token command fixes it.
+  await runCommand(page, 'View: Show Run and Debug');
+  const ray = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray/ }) });
+  await ray.waitFor();
+  if ((await ray.locator('.pane-header').getAttribute('aria-expanded')) === 'false') await ray.locator('.pane-header').click();
+  await ray.getByText('The raydap bridge did not accept the token.').waitFor();
+  await page.locator('.statusbar-item', { hasText: 'Ray: token refused' }).waitFor();
+  say('without a token the view says the token was refused');
+  await runCommand(page, 'Ray: Set Bridge Token');
+  const secret = page.locator('.quick-input-widget input[type="password"]');
+  await secret.waitFor();
+  await secret.fill(env('BRIDGE_TOKEN'));
+  await page.keyboard.press('Enter');
+
+  // 2. The paused worker is listed, with where it stopped.
+  const worker = ray.locator('.monaco-list-row', { hasText: 'steps.py:3' }).first();
+  await worker.waitFor();
+  const row = await worker.getAttribute('aria-label');
+  if (!row?.startsWith('step, steps.py:3')) throw new Error(`the worker's row reads ${row}`);
+  await page.locator('.statusbar-item', { hasText: 'Ray: 1 paused' }).waitFor();
+  say(`the view lists the worker: ${row}`);
+
+  // 3. Attach (DAP over TCP): the call stack shows the paused frame, in the workspace's file.
+  await worker.hover();
+  await worker.getByRole('button', { name: 'Attach' }).click();
+  const frame = page.locator('.debug-call-stack .monaco-list-row', { hasText: 'train_step' }).first();
+  await frame.waitFor();
+  const frameText = (await frame.innerText()).replace(/\s+/g, ' ');
+  if (!frameText.includes('steps.py') || !frameText.includes('3:')) throw new Error(`the frame reads ${frameText}`);
+  const folder = basename(workspace);
+  const tab = page.locator(`.tabs-container .tab.active .${folder}-name-dir-icon.steps\\.py-name-file-icon`);
+  await tab.waitFor(); // the editor opened steps.py from the workspace, not from _ray_pkg_<hash>
+  say(`attached: the call stack shows ${frameText}, opened from ${folder}/`);
+
+  // 4. The debug console evaluates in the worker.
+  const answer = await evaluate(page, 'loss * 8', '8.0');
+  say(`the debug console says loss * 8 = ${answer}`);
+  await page.locator('.debug-view-content .monaco-list-row', { hasText: 'loss' }).first().waitFor();
+  await page.screenshot({ path: join(screenshots, 'vscode-paused-session.png') });
+
+  // 5. Continue from the debug toolbar; then end this session.
+  await page.locator('.debug-toolbar [aria-label^="Continue"]').click();
+  await page.locator('.debug-toolbar [aria-label^="Disconnect"]').click();
+  await page.locator('.debug-toolbar').waitFor({ state: 'hidden' });
+  say('continued and disconnected');
+
+  // 6. The job's next breakpoint, followed over the /dap WebSocket, then the whole job continued.
+  setUserSetting('raydap.transport', 'websocket');
+  const job = ray.locator('.monaco-list-row', { hasText: /^Job / }).first();
+  // The worker's next stop (debugpy reports the line after breakpoint() for a worker's later
+  // stops), or a first stop of another worker if Ray ran step(1) elsewhere.
+  const next = await nextStop(ray, stopKey(row));
+  say(`the view lists the next stop: ${next}`);
+  await job.hover();
+  await job.getByRole('button', { name: 'Follow Job' }).click();
+  const nextFrame = page.locator('.debug-call-stack .monaco-list-row', { hasText: 'train_step' }).first();
+  await nextFrame.waitFor();
+  const second = await evaluate(page, 'n + 100', '101');
+  say(`following the job over WebSocket: the second stop has n + 100 = ${second}`);
+  await page.screenshot({ path: join(screenshots, 'vscode-follow-job.png') });
+  await job.hover();
+  await job.getByRole('button', { name: 'Continue Job' }).click();
+  await page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' }).waitFor();
+  say('continued the job from the view: nothing is paused any more');
+} catch (error) {
+  await page.screenshot({ path: join(screenshots, 'failure.png') }).catch(() => undefined);
+  console.error(`FAILED: ${error instanceof Error ? error.message : error}`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}
