@@ -74,15 +74,17 @@ e2e-tools: $(TOOLS)/.apt $(CODE_SERVER)
 
 $(TOOLS)/.apt:
 	@mkdir -p $(TOOLS)
+	@sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || \
-		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -q $(APT_PACKAGES)
+	$$sudo apt-get install -y -q $(APT_PACKAGES) || \
+	{ $$sudo apt-get update -q && $$sudo apt-get install -y -q $(APT_PACKAGES); }
 	touch $@
 
 $(NODE24_DIR)/node_modules/.bin/node:
 	$(NPM_INSTALL) --prefix $(NODE24_DIR) node@24.21.0
 
 # code-server compiles native modules: against Node 24's own headers, not the system Node's.
-$(CODE_SERVER): $(NODE24_DIR)/node_modules/.bin/node $(TOOLS)/.apt
+$(CODE_SERVER): $(NODE24_DIR)/node_modules/.bin/node | $(TOOLS)/.apt
 	PATH="$(abspath $(NODE24_DIR))/node_modules/.bin:$$PATH" \
 	npm_config_nodedir="$$(echo $(abspath $(NODE24_DIR))/node_modules/node/node_modules/node-linux-*)" \
 		$(NPM_INSTALL) --prefix $(TOOLS)/code-server code-server@4.139.1

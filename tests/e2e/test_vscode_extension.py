@@ -131,6 +131,7 @@ def _wait_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: f
     raise AssertionError(f"code-server did not answer {url} within {timeout} s")
 
 
+@pytest.mark.timeout(300)
 def test_view_attach_evaluate_continue_in_vscode(
     editor: Editor, editor_bridge: BridgeProcess, ray_head: LocalRay, tmp_path: Path
 ) -> None:
