@@ -289,7 +289,18 @@ def cmd_attach(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from bridge.demo import run_demo
 
-    return asyncio.run(run_demo(headless=args.headless, port=args.port, dap_port=args.dap_port))
+    async def demo() -> int:
+        # SIGTERM stops the demo as Ctrl-C does: the job, the bridge and the Ray head it
+        # started are all stopped (the default action would leave Ray running).
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await run_demo(headless=args.headless, port=args.port, dap_port=args.dap_port)
+
+    try:
+        return asyncio.run(demo())
+    except asyncio.CancelledError:
+        return 128 + signal.SIGTERM
 
 
 if __name__ == "__main__":

@@ -145,7 +145,9 @@ def _explain(http_port: int, dap_port: int, example_id: str) -> None:
   terminal:   {raydap} list            {raydap} attach {example_id}
               {raydap} eval 'x'        {raydap} continue --all
               (with RAYDAP_URL=http://127.0.0.1:{http_port} if that is not port 7800)
-  VS Code:    a launch.json entry of the stock Python debugger: {{"type": "debugpy",
+  VS Code:    the raydap extension (make vsix; code --install-extension
+              vscode-ext/raydap.vsix) lists them in Run and Debug > Ray, or
+              a launch.json entry of the stock Python debugger: {{"type": "debugpy",
               "request": "attach", "connect": {{"host": "127.0.0.1", "port": {dap_port}}},
               "breakpoint": "{example_id}"}}  (leave out "breakpoint" to follow all three)
   any DAP client: connect to 127.0.0.1:{dap_port} and send

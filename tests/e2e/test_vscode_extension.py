@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,13 +58,21 @@ class Editor:
     log: Path
 
 
+@pytest.fixture(scope="module")
+def editor_ray() -> Iterator[LocalRay]:
+    """A Ray head of the editor tests' own: on the shared head, the session's bridge (which
+    needs no token) would hold these jobs' workers before the editor's bridge could."""
+    with LocalRay(num_cpus=4) as head:
+        yield head
+
+
 @pytest.fixture
-def editor_bridge(ray_head: LocalRay, tmp_path: Path) -> Iterator[BridgeProcess]:
+def editor_bridge(editor_ray: LocalRay, tmp_path: Path) -> Iterator[BridgeProcess]:
     """A bridge of its own that needs a token, with an audit log."""
     tokens = tmp_path / "tokens"
     tokens.write_text(f"editor debug {TOKEN}\n")
     running = start_bridge(
-        ["--address", ray_head.address, "--token-file", str(tokens),
+        ["--address", editor_ray.address, "--token-file", str(tokens),
          "--audit-log", str(tmp_path / "audit.jsonl")],
         tmp_path / "bridge.log",
     )  # fmt: skip
@@ -131,34 +140,43 @@ def _wait_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: f
     raise AssertionError(f"code-server did not answer {url} within {timeout} s")
 
 
+def drive(editor: Editor, scenario: str, workspace: Path, tmp_path: Path) -> str:
+    """Run one scenario of drive.mjs; its report (the steps it saw) on success."""
+    screenshots = Path(os.environ.get("RAYDAP_SCREENSHOTS", tmp_path))
+    screenshots.mkdir(parents=True, exist_ok=True)
+    driven = subprocess.run(
+        [NODE, DRIVER, scenario],
+        env=dict(
+            os.environ,
+            CODE_SERVER_URL=editor.url,
+            WORKSPACE=str(workspace),
+            BRIDGE_TOKEN=TOKEN,
+            SETTINGS_FILE=str(editor.settings),
+            SCREENSHOTS=str(screenshots),
+            CHROMIUM=str(CHROMIUM),
+        ),
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    report = f"driver stdout:\n{driven.stdout}\ndriver stderr:\n{driven.stderr[-3000:]}\n"
+    assert driven.returncode == 0, f"{report}screenshots in {screenshots}"
+    print(driven.stdout)  # the steps seen, for `pytest -s`
+    return report
+
+
+def audit_of(tmp_path: Path) -> list[dict[str, Any]]:
+    lines = (tmp_path / "audit.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
 @pytest.mark.timeout(300)
-def test_view_attach_evaluate_continue_in_vscode(
-    editor: Editor, editor_bridge: BridgeProcess, ray_head: LocalRay, tmp_path: Path
+def test_view_attach_evaluate_continue_and_follow_in_vscode(
+    editor: Editor, editor_bridge: BridgeProcess, editor_ray: LocalRay, tmp_path: Path
 ) -> None:
     workspace = tmp_path / "trainer"
     shutil.copytree(JOBS / "editor_workspace", workspace)
-    job = start_job(ray_head.address, str(workspace / "train.py"))
-    screenshots = Path(os.environ.get("RAYDAP_SCREENSHOTS", tmp_path))
-    screenshots.mkdir(parents=True, exist_ok=True)
+    job = start_job(editor_ray.address, str(workspace / "train.py"))
     try:
-        driven = subprocess.run(
-            [NODE, DRIVER],
-            env=dict(
-                os.environ,
-                CODE_SERVER_URL=editor.url,
-                WORKSPACE=str(workspace),
-                BRIDGE_TOKEN=TOKEN,
-                SETTINGS_FILE=str(editor.settings),
-                SCREENSHOTS=str(screenshots),
-                CHROMIUM=str(CHROMIUM),
-            ),
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        report = (
-            f"driver stdout:\n{driven.stdout}\ndriver stderr:\n{driven.stderr[-3000:]}\n"
-            f"screenshots in {screenshots}\nbridge log:\n{editor_bridge.log.read_text()[-2000:]}"
-        )
-        assert driven.returncode == 0, report
+        report = drive(editor, "attach-and-follow", workspace, tmp_path)
         # The editor continued both stops: the job ends with both steps' losses.
         assert job.result(timeout=60) == "1.0 0.5", report
     finally:
@@ -166,7 +184,7 @@ def test_view_attach_evaluate_continue_in_vscode(
 
     # What the bridge saw: the editor's token on every action; one session attached to the
     # worker over the DAP TCP port, the other followed the job over the /dap WebSocket.
-    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    audit = audit_of(tmp_path)
     assert {entry["token"] for entry in audit} == {"editor"}, audit
     attaches = [entry for entry in audit if entry["action"] == "attach"]
     assert [("worker" in a, a.get("follow")) for a in attaches] == [
@@ -178,3 +196,30 @@ def test_view_attach_evaluate_continue_in_vscode(
     assert sum(entry["action"] == "continue" for entry in audit) >= 2, audit
     tcp_sessions = editor_bridge.log.read_text().count("DAP client connected")
     assert tcp_sessions == 1, editor_bridge.log.read_text()
+
+
+@pytest.mark.timeout(300)
+def test_child_sessions_one_per_rank_in_vscode(
+    editor: Editor, editor_ray: LocalRay, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "trainer"
+    shutil.copytree(JOBS / "editor_workspace", workspace)
+    (workspace / ".vscode").mkdir()
+    (workspace / ".vscode" / "launch.json").write_text(json.dumps({
+        "version": "0.2.0",
+        "configurations": [{
+            "type": "ray", "request": "attach", "name": "Ray: ranks",
+            "follow": {"task": "rank"}, "childSessions": True,
+        }],
+    }))  # fmt: skip
+    job = start_job(editor_ray.address, str(workspace / "ranks.py"))
+    try:
+        report = drive(editor, "child-sessions", workspace, tmp_path)
+        assert job.result(timeout=60) == "[1.0, 0.5]", report
+    finally:
+        stop_job(job)
+
+    # The follow session asked VS Code for a child session per rank; each attached by itself.
+    attaches = [entry for entry in audit_of(tmp_path) if entry["action"] == "attach"]
+    assert attaches[0]["follow"] == {"task": "rank"}, attaches
+    assert len({entry["worker"] for entry in attaches[1:]}) == 2, attaches

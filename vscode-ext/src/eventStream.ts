@@ -78,7 +78,6 @@ export class EventStream {
     });
     socket.on('open', () => {
       this.delayMs = this.minDelayMs;
-      this.update({ status: 'connected' });
     });
     socket.on('message', (data) => {
       try {
@@ -89,7 +88,8 @@ export class EventStream {
         this.lost({ status: 'unreachable', message: `bad message from the bridge: ${describe(error)}` });
         return;
       }
-      this.update(this.state);
+      // Connected once the first snapshot is in: an empty view before it would be a lie.
+      this.update({ status: 'connected' });
     });
     socket.on('error', (error) => {
       if (!refused) this.lost({ status: 'unreachable', message: `cannot reach ${this.bridgeUrl}: ${describe(error)}` });

@@ -1,11 +1,15 @@
 // Drives a real VS Code (code-server) in headless Chromium through what a person does with the
-// extension: set the token, see the paused worker, attach, read a value in the debug console,
-// continue; then follow the job's next breakpoint over the /dap WebSocket and continue the job.
+// extension. `node drive.mjs SCENARIO`:
+//   attach-and-follow: set the token, see the paused worker, attach, read a value in the debug
+//     console, continue; then follow the job's next breakpoint over the /dap WebSocket and
+//     continue the whole job from the view.
+//   child-sessions: start the workspace's launch configuration that follows a job with one
+//     child session per worker; both ranks appear as sessions; continue the job from the view.
 // Started by tests/e2e/test_vscode_extension.py, which runs the Ray job, the bridge and
 // code-server, and checks afterwards that the job finished with the right results.
 //
 // Environment: CODE_SERVER_URL, WORKSPACE, BRIDGE_TOKEN, SETTINGS_FILE, SCREENSHOTS, CHROMIUM.
-// Exit status 0 when every step was seen; otherwise 1, with a screenshot `failure.png`.
+// Exit status 0 when every step was seen; otherwise 1, with a screenshot `failure-SCENARIO.png`.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -70,18 +74,8 @@ function setUserSetting(key, value) {
   writeFileSync(file, JSON.stringify(settings, null, 2));
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-});
-const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
-page.setDefaultTimeout(STEP_TIMEOUT);
-try {
-  await page.goto(`${env('CODE_SERVER_URL')}/?folder=${encodeURIComponent(workspace)}`);
-  await page.locator('.monaco-workbench').waitFor();
-  say('VS Code is up');
-
-  // 1. The bridge needs a token: the view says so, and the token command fixes it.
+/** The Ray view, opened; with the token set through the command, as a person does. */
+async function openRayViewWithToken(page) {
   await runCommand(page, 'View: Show Run and Debug');
   const ray = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray/ }) });
   await ray.waitFor();
@@ -94,8 +88,20 @@ try {
   await secret.waitFor();
   await secret.fill(env('BRIDGE_TOKEN'));
   await page.keyboard.press('Enter');
+  return ray;
+}
 
-  // 2. The paused worker is listed, with where it stopped.
+async function continueJobFromView(page, ray) {
+  const job = ray.locator('.monaco-list-row', { hasText: /^Job / }).first();
+  await job.hover();
+  await job.getByRole('button', { name: 'Continue Job' }).click();
+  await page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' }).waitFor();
+  say('continued the job from the view: nothing is paused any more');
+}
+
+async function attachAndFollow(page) {
+  const ray = await openRayViewWithToken(page);
+  // 1. The paused worker is listed, with where it stopped.
   const worker = ray.locator('.monaco-list-row', { hasText: 'steps.py:3' }).first();
   await worker.waitFor();
   const row = await worker.getAttribute('aria-label');
@@ -103,7 +109,7 @@ try {
   await page.locator('.statusbar-item', { hasText: 'Ray: 1 paused' }).waitFor();
   say(`the view lists the worker: ${row}`);
 
-  // 3. Attach (DAP over TCP): the call stack shows the paused frame, in the workspace's file.
+  // 2. Attach (DAP over TCP): the call stack shows the paused frame, in the workspace's file.
   await worker.hover();
   await worker.getByRole('button', { name: 'Attach' }).click();
   const frame = page.locator('.debug-call-stack .monaco-list-row', { hasText: 'train_step' }).first();
@@ -115,19 +121,19 @@ try {
   await tab.waitFor(); // the editor opened steps.py from the workspace, not from _ray_pkg_<hash>
   say(`attached: the call stack shows ${frameText}, opened from ${folder}/`);
 
-  // 4. The debug console evaluates in the worker.
+  // 3. The debug console evaluates in the worker.
   const answer = await evaluate(page, 'loss * 8', '8.0');
   say(`the debug console says loss * 8 = ${answer}`);
   await page.locator('.debug-view-content .monaco-list-row', { hasText: 'loss' }).first().waitFor();
   await page.screenshot({ path: join(screenshots, 'vscode-paused-session.png') });
 
-  // 5. Continue from the debug toolbar; then end this session.
+  // 4. Continue from the debug toolbar; then end this session.
   await page.locator('.debug-toolbar [aria-label^="Continue"]').click();
   await page.locator('.debug-toolbar [aria-label^="Disconnect"]').click();
   await page.locator('.debug-toolbar').waitFor({ state: 'hidden' });
   say('continued and disconnected');
 
-  // 6. The job's next breakpoint, followed over the /dap WebSocket, then the whole job continued.
+  // 5. The job's next breakpoint, followed over the /dap WebSocket, then the whole job continued.
   setUserSetting('raydap.transport', 'websocket');
   const job = ray.locator('.monaco-list-row', { hasText: /^Job / }).first();
   // The worker's next stop (debugpy reports the line after breakpoint() for a worker's later
@@ -141,12 +147,46 @@ try {
   const second = await evaluate(page, 'n + 100', '101');
   say(`following the job over WebSocket: the second stop has n + 100 = ${second}`);
   await page.screenshot({ path: join(screenshots, 'vscode-follow-job.png') });
-  await job.hover();
-  await job.getByRole('button', { name: 'Continue Job' }).click();
-  await page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' }).waitFor();
-  say('continued the job from the view: nothing is paused any more');
+  await continueJobFromView(page, ray);
+}
+
+async function childSessions(page) {
+  const ray = await openRayViewWithToken(page);
+  await ray.locator('.monaco-list-row', { hasText: /^Job .*2 paused/ }).waitFor();
+  say('the view lists both ranks of the job');
+  await runCommand(page, 'Debug: Select and Start Debugging');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Ray: ranks' }).first().click();
+  // One child session per rank, each named after its worker, each stopped in train_step.
+  const rows = page.locator('.debug-call-stack .monaco-list-row');
+  const labels = () => rows.evaluateAll((found) => found.map((r) => r.getAttribute('aria-label') ?? ''));
+  const deadline = Date.now() + STEP_TIMEOUT;
+  let names = [];
+  while ((names = (await labels()).filter((l) => /session rank \(pid \d+/i.test(l))).length < 2) {
+    if (Date.now() > deadline) throw new Error(`the call stack shows ${JSON.stringify(await labels())}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  say(`one child session per rank: ${names.join(' | ')}`);
+  await page.locator('.debug-call-stack .monaco-list-row', { hasText: 'train_step' }).first().waitFor();
+  await continueJobFromView(page, ray);
+}
+
+const SCENARIOS = { 'attach-and-follow': attachAndFollow, 'child-sessions': childSessions };
+const scenario = process.argv[2] ?? '';
+if (!(scenario in SCENARIOS)) throw new Error(`drive.mjs ${Object.keys(SCENARIOS).join('|')}`);
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+});
+const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+page.setDefaultTimeout(STEP_TIMEOUT);
+try {
+  await page.goto(`${env('CODE_SERVER_URL')}/?folder=${encodeURIComponent(workspace)}`);
+  await page.locator('.monaco-workbench').waitFor();
+  say('VS Code is up');
+  await SCENARIOS[scenario](page);
 } catch (error) {
-  await page.screenshot({ path: join(screenshots, 'failure.png') }).catch(() => undefined);
+  await page.screenshot({ path: join(screenshots, `failure-${scenario}.png`) }).catch(() => undefined);
   console.error(`FAILED: ${error instanceof Error ? error.message : error}`);
   process.exitCode = 1;
 } finally {
