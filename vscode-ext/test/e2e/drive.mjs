@@ -154,6 +154,11 @@ async function childSessions(page) {
   const ray = await openRayViewWithToken(page);
   await ray.locator('.monaco-list-row', { hasText: /^Job .*2 paused/ }).waitFor();
   say('the view lists both ranks of the job');
+  // Clicking a worker reveals where it stopped, in the workspace's copy of the file.
+  await ray.locator('.monaco-list-row', { hasText: 'steps.py:3' }).first().click();
+  await page.locator(`.tabs-container .tab.active .${basename(workspace)}-name-dir-icon.steps\\.py-name-file-icon`).waitFor();
+  await page.locator('.statusbar-item', { hasText: /^Ln 3, Col 1$/ }).waitFor(); // the cursor is on line 3
+  say('clicking a rank revealed steps.py:3 from the workspace');
   await runCommand(page, 'Debug: Select and Start Debugging');
   await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Ray: ranks' }).first().click();
   // One child session per rank, each named after its worker, each stopped in train_step.
