@@ -56,6 +56,12 @@ function text(value: unknown, what: string): string {
   return value;
 }
 
+/** Messages (an exception's, a failure's) may be long, as a tensor's repr is: cut, not refused. */
+function message(value: unknown, what: string): string {
+  if (typeof value !== 'string') throw new InvalidRecord(`${what} is not a string`);
+  return value.length > MAX_TEXT ? `${value.slice(0, MAX_TEXT)}…` : value;
+}
+
 function optionalText(value: unknown, what: string): string | null {
   return value === null || value === undefined ? null : text(value, what);
 }
@@ -93,7 +99,7 @@ export function parseRecord(value: unknown): WorkerRecord {
     const error = object(raw.exception, at('exception'));
     exception = {
       type: text(error.type, at('exception.type')),
-      message: text(error.message, at('exception.message')),
+      message: message(error.message, at('exception.message')),
     };
   }
   return {
@@ -111,7 +117,7 @@ export function parseRecord(value: unknown): WorkerRecord {
     location,
     exception,
     clients: raw.clients === undefined ? 0 : number(raw.clients, at('clients')),
-    error: optionalText(raw.error, at('error')),
+    error: raw.error === null || raw.error === undefined ? null : message(raw.error, at('error')),
   };
 }
 

@@ -36,10 +36,6 @@ export class WorkerTreeProvider implements vscode.TreeDataProvider<TreeNode>, vs
     return this.state.status === 'connecting' ? 'Connecting to the raydap bridge…' : undefined;
   }
 
-  get connectionState(): StreamState['status'] {
-    return this.state.status;
-  }
-
   getTreeItem(node: TreeNode): vscode.TreeItem {
     if (node.type === 'job') {
       const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Expanded);

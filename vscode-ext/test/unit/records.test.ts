@@ -24,6 +24,13 @@ test('exceptions and missing locations are kept as the bridge says', () => {
   assert.deepEqual(parseRecord(raw), raw);
 });
 
+test('a long exception message is cut for display, not refused', () => {
+  const long = 'tensor([' + '0.1, '.repeat(20_000) + '])';
+  const parsed = parseRecord(record({ kind: 'exception', exception: { type: 'ValueError', message: long } }));
+  assert.equal(parsed.exception?.message.length, 4097);
+  assert.ok(parsed.exception?.message.endsWith('…'));
+});
+
 test('a snapshot replaces what was known, then changes apply in order', () => {
   const known = new Map<string, WorkerRecord>([['old', record({ id: 'old' })]]);
   applyEvent(known, parseEvent({ kind: 'snapshot', records: [record({ id: 'a' }), record({ id: 'b' })] }));
