@@ -48,8 +48,8 @@ unit: $(STAMP)
 integration: $(STAMP)
 	$(BIN)/python -m pytest -q tests/integration
 
-e2e: $(STAMP)
-	$(BIN)/python -m pytest -q tests/e2e
+e2e: $(STAMP) vsix e2e-tools
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q tests/e2e
 
 ## The benchmarks of docs/performance.md (several minutes; not part of `make test`).
 bench: $(STAMP)
