@@ -28,7 +28,7 @@ import pytest
 
 from bridge.local_ray import LocalRay, free_port, stop_process_tree
 
-from .conftest import JOBS, BridgeProcess, start_bridge, start_job, stop_bridge, stop_job
+from .conftest import JOBS, BridgeProcess, Job, start_bridge, start_job, stop_bridge, stop_job
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / ".tools"
@@ -163,6 +163,28 @@ def drive(editor: Editor, scenario: str, workspace: Path, tmp_path: Path) -> str
     return report
 
 
+def copy_workspace(tmp_path: Path) -> Path:
+    """The editor's workspace, which is also the jobs' working_dir."""
+    workspace = tmp_path / "trainer"
+    shutil.copytree(JOBS / "editor_workspace", workspace)
+    return workspace
+
+
+def run_job_in_editor(
+    editor: Editor, ray: LocalRay, script: Path, scenario: str
+) -> tuple[Job, str]:
+    """Start the job, play the scenario in the editor, and return the job's RESULT line."""
+    job = start_job(ray.address, str(script))
+    try:
+        report = drive(editor, scenario, script.parent, script.parent.parent)
+        try:
+            return job, job.result(timeout=60)
+        except Exception as exc:
+            raise AssertionError(report) from exc
+    finally:
+        stop_job(job)
+
+
 def audit_of(tmp_path: Path) -> list[dict[str, Any]]:
     lines = (tmp_path / "audit.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
@@ -172,15 +194,9 @@ def audit_of(tmp_path: Path) -> list[dict[str, Any]]:
 def test_view_attach_evaluate_continue_and_follow_in_vscode(
     editor: Editor, editor_bridge: BridgeProcess, editor_ray: LocalRay, tmp_path: Path
 ) -> None:
-    workspace = tmp_path / "trainer"
-    shutil.copytree(JOBS / "editor_workspace", workspace)
-    job = start_job(editor_ray.address, str(workspace / "train.py"))
-    try:
-        report = drive(editor, "attach-and-follow", workspace, tmp_path)
-        # The editor continued both stops: the job ends with both steps' losses.
-        assert job.result(timeout=60) == "1.0 0.5", report
-    finally:
-        stop_job(job)
+    workspace = copy_workspace(tmp_path)
+    job, result = run_job_in_editor(editor, editor_ray, workspace / "train.py", "attach-and-follow")
+    assert result == "1.0 0.5"  # the editor continued both stops: both steps' losses
 
     # What the bridge saw: the editor's token on every action; one session attached to the
     # worker over the DAP TCP port, the other followed the job over the /dap WebSocket.
@@ -202,8 +218,7 @@ def test_view_attach_evaluate_continue_and_follow_in_vscode(
 def test_child_sessions_one_per_rank_in_vscode(
     editor: Editor, editor_ray: LocalRay, tmp_path: Path
 ) -> None:
-    workspace = tmp_path / "trainer"
-    shutil.copytree(JOBS / "editor_workspace", workspace)
+    workspace = copy_workspace(tmp_path)
     (workspace / ".vscode").mkdir()
     (workspace / ".vscode" / "launch.json").write_text(json.dumps({
         "version": "0.2.0",
@@ -212,12 +227,8 @@ def test_child_sessions_one_per_rank_in_vscode(
             "follow": {"task": "rank"}, "childSessions": True,
         }],
     }))  # fmt: skip
-    job = start_job(editor_ray.address, str(workspace / "ranks.py"))
-    try:
-        report = drive(editor, "child-sessions", workspace, tmp_path)
-        assert job.result(timeout=60) == "[1.0, 0.5]", report
-    finally:
-        stop_job(job)
+    _, result = run_job_in_editor(editor, editor_ray, workspace / "ranks.py", "child-sessions")
+    assert result == "[1.0, 0.5]"
 
     # The follow session asked VS Code for a child session per rank; each attached by itself.
     attaches = [entry for entry in audit_of(tmp_path) if entry["action"] == "attach"]
