@@ -6,7 +6,6 @@
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 
-import { BridgeError } from './bridgeApi';
 import type { Connection } from './connection';
 import { DEBUG_TYPE } from './debugAdapter';
 import { localPath } from './paths';
@@ -68,8 +67,7 @@ async function act<T>(run: () => Promise<T>): Promise<T | undefined> {
   try {
     return await run();
   } catch (error) {
-    const message = error instanceof BridgeError || error instanceof Error ? error.message : String(error);
-    void vscode.window.showErrorMessage(`raydap: ${message}`);
+    void vscode.window.showErrorMessage(`raydap: ${error instanceof Error ? error.message : String(error)}`);
     return undefined;
   }
 }

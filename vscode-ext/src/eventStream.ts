@@ -49,10 +49,16 @@ export class EventStream {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.retry);
-    this.socket?.removeAllListeners();
-    this.socket?.on('error', () => undefined);
-    this.socket?.terminate();
+    this.discard()?.terminate();
+  }
+
+  /** Stop listening to the current socket (late errors are swallowed) and forget it. */
+  private discard(): WebSocket | undefined {
+    const socket = this.socket;
+    socket?.removeAllListeners();
+    socket?.on('error', () => undefined);
     this.socket = undefined;
+    return socket;
   }
 
   private open(): void {
@@ -101,10 +107,7 @@ export class EventStream {
 
   /** Forget what we knew (it may be stale) and try again later, unless the token was refused. */
   private lost(state: StreamState): void {
-    if (this.stopped || this.socket === undefined) return;
-    this.socket.removeAllListeners();
-    this.socket.on('error', () => undefined);
-    this.socket = undefined;
+    if (this.stopped || this.discard() === undefined) return;
     this.records.clear();
     this.update(state);
     if (state.status === 'unauthorized') return;

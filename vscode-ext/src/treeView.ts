@@ -21,8 +21,8 @@ export class WorkerTreeProvider implements vscode.TreeDataProvider<TreeNode>, vs
     }, 5_000);
   }
 
-  update(records: Iterable<WorkerRecord>, state: StreamState): void {
-    this.records = [...records];
+  update(records: readonly WorkerRecord[], state: StreamState): void {
+    this.records = records;
     this.state = state;
     this.redraw();
   }

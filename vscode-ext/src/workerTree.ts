@@ -109,7 +109,7 @@ export function buildTree(records: Iterable<WorkerRecord>, nowSeconds: number): 
     const workers = (jobs.get(jobId) ?? [])
       .sort((a, b) => a.paused_since - b.paused_since || (a.id < b.id ? -1 : 1))
       .map((record) => workerNode(record, nowSeconds));
-    const paused = workers.filter((w) => w.record.state !== 'running').length;
+    const paused = pausedCount(workers.map((w) => w.record));
     return {
       type: 'job',
       jobId,
