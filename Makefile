@@ -39,8 +39,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy cannot follow the editable install's import hook, so it checks the package through a
+# tree of links named as it is installed (raydap/protocol -> protocol/, ...).
+TYPECHECK := $(VENV)/typecheck
+
 typecheck: $(STAMP)
-	$(BIN)/mypy
+	@mkdir -p $(TYPECHECK)/raydap
+	@for folder in protocol adapter bridge; do ln -sfn "$(CURDIR)/$$folder" $(TYPECHECK)/raydap/$$folder; done
+	MYPYPATH=$(TYPECHECK) $(BIN)/mypy -p raydap
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit

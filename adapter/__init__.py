@@ -1,10 +1,10 @@
 """DAP session logic: one upstream connection per worker, any number of client sessions."""
 
-from adapter.capabilities import bridge_capabilities
-from adapter.channel import Channel, StreamChannel, open_tcp_channel
-from adapter.mux import CONTINUE_ALL, SingleWorker, Worker, WorkerFeed, WorkerMux
-from adapter.session import AttachError, ClientSession, Phase
-from adapter.upstream import State, Upstream, UpstreamClosed, UpstreamError
+from raydap.adapter.capabilities import bridge_capabilities
+from raydap.adapter.channel import Channel, StreamChannel, open_tcp_channel
+from raydap.adapter.mux import CONTINUE_ALL, SingleWorker, Worker, WorkerFeed, WorkerMux
+from raydap.adapter.session import AttachError, ClientSession, Phase
+from raydap.adapter.upstream import State, Upstream, UpstreamClosed, UpstreamError
 
 __all__ = [
     "CONTINUE_ALL",

@@ -14,7 +14,7 @@ import copy
 import json
 from typing import Any
 
-from protocol import Response
+from raydap.protocol import Response
 
 #: Read-only requests whose answers hold for the length of one stop.
 CACHEABLE = frozenset({"threads", "stackTrace", "scopes", "variables", "source", "exceptionInfo"})

@@ -15,7 +15,7 @@ from collections import deque
 from ssl import SSLContext
 from typing import Protocol
 
-from protocol import DEFAULT_LIMITS, Decoder, Event, Limits, Request, Response, encode
+from raydap.protocol import DEFAULT_LIMITS, Decoder, Event, Limits, Request, Response, encode
 
 Message = Request | Response | Event
 

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from adapter.ids import IdMap
-from adapter.paths import PathMapper, rewrite_sources
-from adapter.upstream import Upstream, UpstreamError
-from protocol import Event, Request, Response, error_response, event, response_to
+from raydap.adapter.ids import IdMap
+from raydap.adapter.paths import PathMapper, rewrite_sources
+from raydap.adapter.upstream import Upstream, UpstreamError
+from raydap.protocol import Event, Request, Response, error_response, event, response_to
 
 log = logging.getLogger(__name__)
 

@@ -20,12 +20,20 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from adapter.capabilities import bridge_capabilities
-from adapter.channel import Channel
-from adapter.mux import SingleWorker, WorkerFeed, WorkerMux
-from adapter.paths import PathMapper
-from adapter.upstream import UpstreamError
-from protocol import Event, ProtocolError, Request, Response, error_response, event, response_to
+from raydap.adapter.capabilities import bridge_capabilities
+from raydap.adapter.channel import Channel
+from raydap.adapter.mux import SingleWorker, WorkerFeed, WorkerMux
+from raydap.adapter.paths import PathMapper
+from raydap.adapter.upstream import UpstreamError
+from raydap.protocol import (
+    Event,
+    ProtocolError,
+    Request,
+    Response,
+    error_response,
+    event,
+    response_to,
+)
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from adapter.cache import Key, StopCache, answer_for
-from adapter.channel import Channel
-from protocol import Event, ProtocolError, Request, Response, event
+from raydap.adapter.cache import Key, StopCache, answer_for
+from raydap.adapter.channel import Channel
+from raydap.protocol import Event, ProtocolError, Request, Response, event
 
 log = logging.getLogger(__name__)
 

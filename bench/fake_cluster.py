@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from protocol import Decoder, Request, encode, event, response_to
+from raydap.protocol import Decoder, Request, encode, event, response_to
 
 FRAMES = [
     {"id": 1, "name": "step", "line": 14, "column": 1, "source": {"path": "/fake/train.py"}},

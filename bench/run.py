@@ -33,8 +33,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bridge.dap_client import DapClient
-from bridge.local_ray import LocalRay
+from raydap.bridge.client.dap_client import DapClient
+from raydap.bridge.client.local_ray import LocalRay
 
 HERE = Path(__file__).resolve().parent
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -66,7 +66,7 @@ def process(
 @contextmanager
 def serve(*args: str) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
     """``raydap serve`` as a real process: (process, HTTP URL, DAP port)."""
-    command = [sys.executable, "-m", "bridge.cli", "serve", "--port", "0", "--dap-port", "0"]
+    command = [sys.executable, "-m", "raydap.bridge", "serve", "--port", "0", "--dap-port", "0"]
     with process([*command, *args], log=SERVE_LOG) as bridge:
         assert bridge.stdout is not None
         found = re.search(r"HTTP (\S+)\s+DAP \S+:(\d+)", bridge.stdout.readline())

@@ -1,8 +1,8 @@
 """Sans-I/O Debug Adapter Protocol: bytes in, messages out. No sockets, no asyncio."""
 
-from protocol.codec import DEFAULT_LIMITS, Decoder, Limits, encode
-from protocol.errors import ProtocolError
-from protocol.messages import (
+from raydap.protocol.codec import DEFAULT_LIMITS, Decoder, Limits, encode
+from raydap.protocol.errors import ProtocolError
+from raydap.protocol.messages import (
     Event,
     Message,
     Request,

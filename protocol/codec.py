@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from protocol.errors import ProtocolError
-from protocol.messages import Event, Request, Response, parse_message
+from raydap.protocol.errors import ProtocolError
+from raydap.protocol.messages import Event, Request, Response, parse_message
 
 _HEADER_END = b"\r\n\r\n"
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from protocol.errors import ProtocolError
+from raydap.protocol.errors import ProtocolError
 
 
 class _Envelope(BaseModel):

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from bridge.dap_client import DapClient
+from raydap.bridge.client.dap_client import DapClient
 from tests.dap_schema import schema_errors
 
 #: ``connect(host, port)`` for the TCP listener, ``connect("ws://.../dap?...")`` for WebSocket.

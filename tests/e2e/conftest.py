@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from bridge.local_ray import LocalRay
+from raydap.bridge.client.local_ray import LocalRay
 
 JOBS = Path(__file__).with_name("jobs")
 pytestmark = pytest.mark.e2e
@@ -89,7 +89,7 @@ def start_bridge(args: list[str], log: Path, env: dict[str, str] | None = None) 
     """Run ``raydap serve`` as a real process and read the addresses it prints."""
     out = open(log, "w")  # noqa: SIM115 (the process writes to it)
     process = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli", "serve", "--port", "0", "--dap-port", "0", *args],
+        [sys.executable, "-m", "raydap.bridge", "serve", "--port", "0", "--dap-port", "0", *args],
         stdout=subprocess.PIPE, stderr=out, text=True, env=env,
     )  # fmt: skip
     assert process.stdout is not None

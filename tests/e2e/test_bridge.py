@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bridge.dap_client import DapClient
+from raydap.bridge.client.dap_client import DapClient
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, Job, break_line
 
@@ -36,7 +36,7 @@ async def evaluate(client: DapClient, frame: dict, expression: str) -> str:  # t
 def raydap(bridge: BridgeProcess, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, RAYDAP_URL=bridge.url)
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli", *args],
+        [sys.executable, "-m", "raydap.bridge", *args],
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
 
@@ -259,7 +259,7 @@ async def test_the_terminal_client_inspects_and_leaves_the_worker_paused(
     typed = "bt\nl\nx * 2\nundefined_name\nq\n"
     session = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "bridge.cli", "attach", record["id"][:6]],
+        [sys.executable, "-m", "raydap.bridge", "attach", record["id"][:6]],
         input=typed, capture_output=True, text=True, timeout=60,
         env=dict(os.environ, RAYDAP_URL=bridge.url),
     )  # fmt: skip

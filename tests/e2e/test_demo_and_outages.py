@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bridge.local_ray import LocalRay, free_port
+from raydap.bridge.client.local_ray import LocalRay, free_port
 from tests.e2e.conftest import start_bridge, start_job, stop_bridge, stop_job
 
 pytestmark = pytest.mark.e2e
@@ -25,7 +25,7 @@ def test_headless_demo_debugs_three_workers_and_cleans_up() -> None:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     command = ["demo", "--headless", "--port", "0", "--dap-port", "0"]
     demo = subprocess.run(
-        [sys.executable, "-m", "bridge.cli", *command],
+        [sys.executable, "-m", "raydap.bridge", *command],
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     out = demo.stdout
@@ -50,7 +50,7 @@ def test_demo_stopped_with_sigterm_stops_its_ray_head() -> None:
     """`kill <pid>` of `make run` must not leave a Ray head behind, as Ctrl-C does not."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     demo = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli", "demo", "--port", "0", "--dap-port", "0"],
+        [sys.executable, "-m", "raydap.bridge", "demo", "--port", "0", "--dap-port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     assert demo.stdout is not None

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.dap_client import DapClient
-from bridge.local_ray import LocalRay, free_port
+from raydap.bridge.client.dap_client import DapClient
+from raydap.bridge.client.local_ray import LocalRay, free_port
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, Job, start_bridge, start_job, stop_bridge, stop_job
 from tests.e2e.test_bridge import evaluate, stopped_frame
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.e2e
 
 SLOW_CLIENT = """
 import asyncio, sys
-from bridge.dap_client import DapClient
+from raydap.bridge.client.dap_client import DapClient
 
 async def main():
     client = await DapClient.connect(sys.argv[1], int(sys.argv[2]))

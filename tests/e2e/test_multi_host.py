@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.local_ray import stop_process_tree
+from raydap.bridge.client.local_ray import stop_process_tree
 
 pytestmark = pytest.mark.e2e
 
@@ -112,7 +112,7 @@ else:
 
 CLIENT = f"""
 import asyncio, json, socket, time, urllib.request
-from bridge.dap_client import DapClient
+from raydap.bridge.client.dap_client import DapClient
 
 request = urllib.request.Request(
     "http://{HEAD_FOR_CLIENT}:7800/api/v1/breakpoints",
@@ -170,7 +170,7 @@ def test_a_client_that_reaches_only_the_head_debugs_a_worker_on_another_node(
                            "--num-cpus=1", '--resources={"far": 1}',
                            "--disable-usage-stats"], "node.log")  # fmt: skip
     wait_for_nodes(hosts, 2)
-    hosts.run(hosts.head, [sys.executable, "-m", "bridge.cli", "serve",
+    hosts.run(hosts.head, [sys.executable, "-m", "raydap.bridge", "serve",
                            f"--address={HEAD_IP}:6380", "--host", HEAD_FOR_CLIENT,
                            "--token-file", str(hosts.temp / "tokens")], "bridge.log")  # fmt: skip
     job = hosts.run(hosts.head, ["env", f"RAY_ADDRESS={HEAD_IP}:6380", sys.executable,

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from bridge.local_ray import LocalRay, free_port, stop_process_tree
+from raydap.bridge.client.local_ray import LocalRay, free_port, stop_process_tree
 
 from .conftest import JOBS, BridgeProcess, Job, start_bridge, start_job, stop_bridge, stop_job
 

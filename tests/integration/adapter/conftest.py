@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from adapter import (
+from raydap.adapter import (
     AttachError,
     SingleWorker,
     Upstream,
@@ -22,7 +22,7 @@ from adapter import (
     bridge_capabilities,
     open_tcp_channel,
 )
-from bridge.dap_listener import DapListener
+from raydap.bridge.server.dap_listener import DapListener
 
 DEBUGGEE = Path(__file__).with_name("debuggee.py")
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapter import State, Upstream, open_tcp_channel
-from protocol import Event
+from raydap.adapter import State, Upstream, open_tcp_channel
+from raydap.protocol import Event
 
 LOOPS = 5
 

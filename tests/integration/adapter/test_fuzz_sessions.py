@@ -13,8 +13,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapter import State
-from protocol import Decoder
+from raydap.adapter import State
+from raydap.protocol import Decoder
 from tests.conftest import Connect
 from tests.dap_schema import schema_errors
 from tests.integration.adapter.conftest import Relay

@@ -6,8 +6,8 @@ import asyncio
 import os
 import signal
 
-from adapter import State
-from bridge.dap_client import DapClient
+from raydap.adapter import State
+from raydap.bridge.client.dap_client import DapClient
 from tests.conftest import Connect
 from tests.integration.adapter.conftest import Debuggee, Relay
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.dap_client import DapClient, DapRequestFailed
+from raydap.bridge.client.dap_client import DapClient, DapRequestFailed
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
 
@@ -183,7 +183,7 @@ def test_serve_refuses_unsafe_or_broken_setups(tmp_path: Path, dashboard: str) -
     def serve(*args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k != "RAYDAP_TOKEN"}
         return subprocess.run(
-            [sys.executable, "-m", "bridge.cli", "serve", "--dashboard-url", dashboard, *args],
+            [sys.executable, "-m", "raydap.bridge", "serve", "--dashboard-url", dashboard, *args],
             capture_output=True, text=True, timeout=30, env=env,
         )  # fmt: skip
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.dap_client import DapClient
+from raydap.bridge.client.dap_client import DapClient
 from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -1,7 +1,7 @@
 import asyncio
 
-from adapter.cache import StopCache, answer_for
-from protocol import Response
+from raydap.adapter.cache import StopCache, answer_for
+from raydap.protocol import Response
 
 
 def stack(count: int) -> Response:

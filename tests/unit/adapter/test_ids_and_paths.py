@@ -1,5 +1,5 @@
-from adapter.ids import IdMap
-from adapter.paths import PathMapper, rewrite_sources
+from raydap.adapter.ids import IdMap
+from raydap.adapter.paths import PathMapper, rewrite_sources
 
 PKG = "/tmp/ray/session_1/runtime_resources/working_dir_files/_ray_pkg_0a1b2c"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from adapter import State, Upstream, open_tcp_channel
-from protocol import Decoder, Request, encode, event, response_to
+from raydap.adapter import State, Upstream, open_tcp_channel
+from raydap.protocol import Decoder, Request, encode, event, response_to
 
 
 async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.auth import ANONYMOUS, Authenticator, TokenError, load_tokens
+from raydap.bridge.server.auth import ANONYMOUS, Authenticator, TokenError, load_tokens
 
 SECRET = "s3cret-s3cret-s3cret"
 

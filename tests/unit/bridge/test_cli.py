@@ -1,7 +1,7 @@
 import pytest
 
-from bridge.cli import _last_line, build_parser, main
-from bridge.render import breakpoints_table, duration
+from raydap.bridge.client.cli import _last_line, build_parser, main
+from raydap.bridge.client.render import breakpoints_table, duration
 
 
 def test_arguments_out_of_range_are_refused_with_a_reason(

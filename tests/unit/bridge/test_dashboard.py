@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from bridge.dashboard import DashboardClient, DashboardError
+from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError
 
 WORKER = {
     "worker_id": "49a5" + "0" * 52,
@@ -91,7 +91,7 @@ async def test_bad_answers_become_one_clear_error(dashboard, answer, expected) -
 
 async def test_oversized_answer_is_refused(dashboard, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     client, answers = dashboard
-    monkeypatch.setattr("bridge.dashboard.MAX_RESPONSE_BYTES", 1000)
+    monkeypatch.setattr("raydap.bridge.cluster.dashboard.MAX_RESPONSE_BYTES", 1000)
     answers["/api/v0/workers"] = web.Response(text=json.dumps(state_answer([WORKER] * 50)))
     with pytest.raises(DashboardError, match="over 1000 bytes"):
         await client.paused_workers()

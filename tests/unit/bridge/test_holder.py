@@ -5,11 +5,11 @@ import time
 
 import pytest
 
-from adapter import AttachError
-from bridge.dashboard import WorkerRow
-from bridge.discovery import PausedWorker
-from bridge.holder import Holder, record_id
-from bridge.registry import Registry
+from raydap.adapter import AttachError
+from raydap.bridge.cluster.dashboard import WorkerRow
+from raydap.bridge.cluster.discovery import PausedWorker
+from raydap.bridge.workers.holder import Holder, record_id
+from raydap.bridge.workers.registry import Registry
 
 
 def closed_port() -> int:

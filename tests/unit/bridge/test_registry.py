@@ -2,9 +2,9 @@ import time
 
 import pytest
 
-from bridge.filters import WorkerFilter
-from bridge.records import BreakpointRecord
-from bridge.registry import LookupFailed, Registry
+from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.registry import LookupFailed, Registry
 
 
 def record(rid: str, **fields: object) -> BreakpointRecord:

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import Decoder, Event, Limits, ProtocolError, Request, Response, encode
+from raydap.protocol import Decoder, Event, Limits, ProtocolError, Request, Response, encode
 
 
 def frame(payload: bytes, headers: bytes | None = None) -> bytes:

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol import Request, error_response, event, response_to
+from raydap.protocol import Request, error_response, event, response_to
 from tests.dap_schema import SHARED, VENDORED, schema_errors
 
 

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from ssl import SSLContext
 from typing import Any
 
-from adapter import Channel, open_tcp_channel
-from protocol import Event, Request, Response, response_to
+from raydap.adapter import Channel, open_tcp_channel
+from raydap.protocol import Event, Request, Response, response_to
 
 Observer = Callable[[Request | Response | Event], None]
 
@@ -42,7 +42,7 @@ class DapClient:
 
     @classmethod
     async def connect_websocket(cls, url: str, observe: Observer | None = None) -> DapClient:
-        from bridge.websockets import open_websocket_channel
+        from raydap.bridge.server.endpoints import open_websocket_channel
 
         return cls(await open_websocket_channel(url), observe)
 

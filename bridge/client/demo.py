@@ -15,13 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-from bridge.cluster import ClusterNotFound, locate
-from bridge.dap_client import DapClient
-from bridge.local_ray import LocalRay
-from bridge.render import breakpoints_table
-from bridge.server import Bridge, ServeConfig
+from raydap.bridge.client.dap_client import DapClient
+from raydap.bridge.client.local_ray import LocalRay
+from raydap.bridge.client.render import breakpoints_table
+from raydap.bridge.cluster.locate import ClusterNotFound, locate
+from raydap.bridge.server.bridge import Bridge, ServeConfig
 
-DEMO_JOB = Path(__file__).resolve().parents[1] / "examples" / "demo_job.py"
+DEMO_JOB = Path(__file__).resolve().parents[2] / "examples" / "demo_job.py"
 EXPECTED_PAUSES = 3
 
 

@@ -16,11 +16,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
-from bridge.dashboard import DashboardError, TaskRow
-from bridge.discovery import PausedWorker
-from bridge.records import BreakpointRecord, ExceptionInfo, Location
-from bridge.registry import LookupFailed, Registry
+from raydap.adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
+from raydap.bridge.cluster.dashboard import DashboardError, TaskRow
+from raydap.bridge.cluster.discovery import PausedWorker
+from raydap.bridge.workers.records import BreakpointRecord, ExceptionInfo, Location
+from raydap.bridge.workers.registry import LookupFailed, Registry
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from adapter import CONTINUE_ALL
+from raydap.adapter import CONTINUE_ALL
 
 Role = Literal["debug", "view"]
 

@@ -13,18 +13,18 @@ from typing import Any
 
 from aiohttp import web
 
-from adapter import AttachError, bridge_capabilities
-from bridge.attach import resolve
-from bridge.audit import AuditLog
-from bridge.auth import Authenticator, Token
-from bridge.dap_listener import DapListener
-from bridge.dashboard import DashboardClient
-from bridge.discovery import Discovery
-from bridge.holder import Holder
-from bridge.http_api import Services, make_app
-from bridge.legacy import LegacyPdbDiscovery
-from bridge.limits import ConnectionLimiter
-from bridge.registry import Registry
+from raydap.adapter import AttachError, bridge_capabilities
+from raydap.bridge.cluster.dashboard import DashboardClient
+from raydap.bridge.cluster.discovery import Discovery
+from raydap.bridge.cluster.legacy import LegacyPdbDiscovery
+from raydap.bridge.server.audit import AuditLog
+from raydap.bridge.server.auth import Authenticator, Token
+from raydap.bridge.server.dap_listener import DapListener
+from raydap.bridge.server.http_api import Services, make_app
+from raydap.bridge.server.limits import ConnectionLimiter
+from raydap.bridge.workers.follow import resolve
+from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.registry import Registry
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
-from bridge.records import BreakpointRecord
+from raydap.bridge.workers.records import BreakpointRecord
 
 ChangeKind = Literal["added", "updated", "removed"]
 

@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from adapter import AttachError, SingleWorker, State, Worker, WorkerFeed
-from bridge.filters import WorkerFilter
-from bridge.holder import Holder
-from bridge.records import BreakpointRecord
-from bridge.registry import Change
+from raydap.adapter import AttachError, SingleWorker, State, Worker, WorkerFeed
+from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.registry import Change
 
 
 class FollowFeed:

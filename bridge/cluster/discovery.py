@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bridge.dashboard import DashboardClient, DashboardError, WorkerRow
+from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError, WorkerRow
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bridge.api_client import ApiClient, BridgeUnavailable
-from bridge.render import breakpoints_table, table
+from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
+from raydap.bridge.client.render import breakpoints_table, table
 
 
 def _port(text: str) -> int:
@@ -144,9 +144,9 @@ def _raise_open_file_limit() -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from bridge.auth import TokenError, load_tokens
-    from bridge.cluster import ClusterNotFound, locate
-    from bridge.server import Bridge, ServeConfig
+    from raydap.bridge.cluster.locate import ClusterNotFound, locate
+    from raydap.bridge.server.auth import TokenError, load_tokens
+    from raydap.bridge.server.bridge import Bridge, ServeConfig
 
     try:
         tokens = load_tokens(args.token_file, os.environ.get("RAYDAP_TOKEN"))
@@ -278,7 +278,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    from bridge.terminal import run_terminal
+    from raydap.bridge.client.terminal import run_terminal
 
     api = ApiClient()
     health = api.get("/healthz")
@@ -287,7 +287,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from bridge.demo import run_demo
+    from raydap.bridge.client.demo import run_demo
 
     async def demo() -> int:
         # SIGTERM stops the demo as Ctrl-C does: the job, the bridge and the Ray head it

@@ -11,8 +11,8 @@ import json
 import logging
 from typing import Any
 
-from bridge.records import BreakpointRecord, Location
-from bridge.registry import Registry
+from raydap.bridge.workers.records import BreakpointRecord, Location
+from raydap.bridge.workers.registry import Registry
 
 log = logging.getLogger(__name__)
 

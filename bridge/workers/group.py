@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from adapter import AttachError, State, Upstream, UpstreamError
-from bridge.filters import WorkerFilter
-from bridge.holder import Holder
+from raydap.adapter import AttachError, State, Upstream, UpstreamError
+from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.holder import Holder
 
 
 def _stopped(holder: Holder, where: WorkerFilter) -> list[tuple[str, Upstream]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bridge.dap_client import DapClient, DapRequestFailed
+from raydap.bridge.client.dap_client import DapClient, DapRequestFailed
 
 HELP = """commands:
   bt            the stack            up / down     move between frames

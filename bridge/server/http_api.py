@@ -10,14 +10,15 @@ from typing import Any, Protocol
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from adapter import AttachError, UpstreamError
-from adapter.session import Resolver
-from bridge import group, websockets
-from bridge.audit import AuditLog
-from bridge.auth import Authenticator, Token
-from bridge.filters import WorkerFilter
-from bridge.holder import Holder
-from bridge.limits import ConnectionLimiter
+from raydap.adapter import AttachError, UpstreamError
+from raydap.adapter.session import Resolver
+from raydap.bridge.server import endpoints
+from raydap.bridge.server.audit import AuditLog
+from raydap.bridge.server.auth import Authenticator, Token
+from raydap.bridge.server.limits import ConnectionLimiter
+from raydap.bridge.workers import group
+from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.holder import Holder
 
 MAX_BODY_BYTES = 1024 * 1024
 #: Reachable without a token: liveness probes must not need a secret.
@@ -160,7 +161,7 @@ async def dap_socket(request: web.Request) -> web.StreamResponse:
         raise _error(web.HTTPTooManyRequests, refused)
     try:
         token: Token = request[TOKEN]
-        return await websockets.serve_dap(
+        return await endpoints.serve_dap(
             request,
             services.resolve,
             services.capabilities,
@@ -173,7 +174,7 @@ async def dap_socket(request: web.Request) -> web.StreamResponse:
 
 
 async def events_socket(request: web.Request) -> web.StreamResponse:
-    return await websockets.serve_events(request, request.app[SERVICES].holder.registry)
+    return await endpoints.serve_events(request, request.app[SERVICES].holder.registry)
 
 
 def make_app(services: Services) -> web.Application:

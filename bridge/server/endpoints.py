@@ -15,10 +15,10 @@ from typing import Any
 import aiohttp
 from aiohttp import WSMsgType, web
 
-from adapter import ClientSession
-from adapter.session import Resolver
-from bridge.registry import Registry
-from protocol import DEFAULT_LIMITS, Event, ProtocolError, Request, Response, parse_message
+from raydap.adapter import ClientSession
+from raydap.adapter.session import Resolver
+from raydap.bridge.workers.registry import Registry
+from raydap.protocol import DEFAULT_LIMITS, Event, ProtocolError, Request, Response, parse_message
 
 
 class WebSocketChannel:

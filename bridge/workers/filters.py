@@ -6,7 +6,7 @@ from fnmatch import fnmatchcase
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.records import BreakpointRecord
+from raydap.bridge.workers.records import BreakpointRecord
 
 
 class WorkerFilter(BaseModel):

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from ssl import SSLContext
 from typing import Any
 
-from adapter import ClientSession, StreamChannel
-from adapter.session import Audit, Authorize, Resolver
-from bridge.limits import ConnectionLimiter
+from raydap.adapter import ClientSession, StreamChannel
+from raydap.adapter.session import Audit, Authorize, Resolver
+from raydap.bridge.server.limits import ConnectionLimiter
 
 log = logging.getLogger(__name__)
 
