@@ -2,12 +2,11 @@
 
 from raydap.adapter.capabilities import bridge_capabilities
 from raydap.adapter.channel import Channel, StreamChannel, open_tcp_channel
-from raydap.adapter.mux import CONTINUE_ALL, SingleWorker, Worker, WorkerFeed, WorkerMux
+from raydap.adapter.mux import SingleWorker, Worker, WorkerFeed, WorkerMux
 from raydap.adapter.session import AttachError, ClientSession, Phase
 from raydap.adapter.upstream import State, Upstream, UpstreamClosed, UpstreamError
 
 __all__ = [
-    "CONTINUE_ALL",
     "AttachError",
     "Channel",
     "ClientSession",

@@ -15,11 +15,7 @@ import json
 from typing import Any
 
 from raydap.protocol import Response
-
-#: Read-only requests whose answers hold for the length of one stop.
-CACHEABLE = frozenset({"threads", "stackTrace", "scopes", "variables", "source", "exceptionInfo"})
-#: Requests that may change variables (but not the frames) of a stopped worker.
-_WRITES = frozenset({"setVariable", "setExpression"})
+from raydap.protocol import command as command_info
 
 Key = tuple[str, str]
 
@@ -37,7 +33,7 @@ class StopCache:
 
         ``stackTrace`` is keyed without ``startFrame`` and ``levels``: the whole stack is
         fetched once and every slice an editor asks for is cut from it."""
-        if command not in CACHEABLE:
+        if not command_info(command).cacheable:
             return None
         args = dict(arguments) if isinstance(arguments, dict) else {}
         if command == "stackTrace":
@@ -69,10 +65,12 @@ class StopCache:
 
     def after_request(self, command: str, arguments: Any) -> None:
         """Drop what a successful request may have changed."""
-        evaluate_in_repl = command == "evaluate" and (
-            not isinstance(arguments, dict) or arguments.get("context") not in ("hover", "watch")
+        looks_only = (
+            command == "evaluate"
+            and isinstance(arguments, dict)
+            and arguments.get("context") in ("hover", "watch")
         )
-        if command in _WRITES or evaluate_in_repl:
+        if command_info(command).writes_variables and not looks_only:
             self._drop("variables")
             self._drop("scopes")
 

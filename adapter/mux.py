@@ -19,26 +19,20 @@ from typing import Any, Protocol
 from raydap.adapter.ids import IdMap
 from raydap.adapter.paths import PathMapper, rewrite_sources
 from raydap.adapter.upstream import Upstream, UpstreamError
-from raydap.protocol import Event, Request, Response, error_response, event, response_to
+from raydap.protocol import (
+    CONTINUE_ALL,
+    Event,
+    Request,
+    Response,
+    Route,
+    error_response,
+    event,
+    response_to,
+)
+from raydap.protocol import command as command_info
 
 log = logging.getLogger(__name__)
 
-#: Requests that name a thread, a frame, or a variables container: routed by that id.
-_BY_THREAD = frozenset(
-    {"continue", "next", "stepIn", "stepOut", "stepBack", "reverseContinue", "pause",
-     "stackTrace", "exceptionInfo", "stepInTargets", "goto"}
-)  # fmt: skip
-_BY_FRAME = frozenset({"scopes", "evaluate", "completions", "setExpression", "restartFrame"})
-_BY_VARIABLES = frozenset({"variables", "setVariable", "dataBreakpointInfo"})
-#: Configuration the client sets once and every worker gets, now or when it joins.
-_BROADCAST = frozenset({"setBreakpoints", "setExceptionBreakpoints", "setFunctionBreakpoints"})
-#: Requests a session may send to continue every worker it shows at once.
-CONTINUE_ALL = "raydapContinueAll"
-#: Requests the audit log records: each runs code, changes state or moves a worker.
-AUDITED = frozenset(
-    {"continue", "next", "stepIn", "stepOut", "stepBack", "reverseContinue", "goto",
-     "evaluate", "setVariable", "setExpression"}
-)  # fmt: skip
 #: Files larger than this are not fetched from workers for clients that cannot open them.
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
@@ -118,6 +112,12 @@ class WorkerMux:
         self._variables: IdMap[str] = IdMap()
         self._sources: IdMap[str] = IdMap()
         self._breakpoints: IdMap[str] = IdMap()
+        self._ids_by_route = {
+            Route.THREAD: self._threads,
+            Route.FRAME: self._frames,
+            Route.VARIABLES: self._variables,
+            Route.SOURCE: self._sources,
+        }
         self._unopenable: dict[int, tuple[str, str]] = {}  # sourceReference -> worker, path
         self._unopenable_refs: dict[tuple[str, str], int] = {}
         self._configuration: dict[tuple[str, str], Request] = {}
@@ -233,14 +233,14 @@ class WorkerMux:
         """Answer a client request by asking the worker(s) it concerns."""
         command = request.command
         try:
-            if command in _BROADCAST:
-                return await self._broadcast(request)
-            if command == "threads":
-                return response_to(request, {"threads": await self._all_thread_list()})
             if command == CONTINUE_ALL:
                 for key in self.workers:
                     self._audit("continue", key, {})
                 return response_to(request, {"continued": await self._continue_all()})
+            if command_info(command).route is Route.BROADCAST:
+                return await self._broadcast(request)
+            if command == "threads":
+                return response_to(request, {"threads": await self._all_thread_list()})
             reference = request.args.get("sourceReference")
             if command == "source" and isinstance(reference, int) and reference in self._unopenable:
                 return await self._unopenable_source(request)
@@ -250,17 +250,12 @@ class WorkerMux:
             return error_response(request.seq, command, str(exc))
 
     def _route(self, request: Request) -> Worker:
-        args = request.args
         command = request.command
+        route = command_info(command).route
+        ids = self._ids_by_route.get(route)
         mapped: tuple[str, int] | None = None
-        if command in _BY_THREAD and "threadId" in args:
-            mapped = self._threads.to_worker(_client_id(args, "threadId"))
-        elif command in _BY_FRAME and args.get("frameId"):
-            mapped = self._frames.to_worker(_client_id(args, "frameId"))
-        elif command in _BY_VARIABLES and "variablesReference" in args:
-            mapped = self._variables.to_worker(_client_id(args, "variablesReference"))
-        elif command == "source" and args.get("sourceReference"):
-            mapped = self._sources.to_worker(_client_id(args, "sourceReference"))
+        if ids is not None and request.args.get(route.value) not in (None, 0):
+            mapped = ids.to_worker(_client_id(request.args, route.value))
         elif len(self.workers) == 1:
             return next(iter(self.workers.values()))
         else:
@@ -278,7 +273,7 @@ class WorkerMux:
         self, worker: Worker, request: Request, *, for_client: bool = False
     ) -> Response:
         arguments = self._to_worker(worker, request.arguments)
-        if for_client and request.command in AUDITED:
+        if for_client and not command_info(request.command).read_only:
             self._audit(request.command, worker.key, request.args)
         response = await worker.upstream.request(request.command, arguments)
         if for_client and isinstance(response.body, dict):

@@ -18,14 +18,10 @@ from typing import Any, Protocol
 
 from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel
-from raydap.protocol import Event, ProtocolError, Request, Response, event
+from raydap.protocol import Event, ProtocolError, Request, Response, command, event
 
 log = logging.getLogger(__name__)
 
-#: Requests that set the worker running when they succeed.
-RESUMING_COMMANDS = frozenset(
-    {"continue", "next", "stepIn", "stepOut", "stepBack", "reverseContinue", "goto"}
-)
 #: debugpy's own events, meaningless to an editor talking to the bridge.
 _PRIVATE_EVENTS = frozenset({"debugpySockets", "debugpyWaitingForServer", "initialized"})
 
@@ -234,7 +230,7 @@ class Upstream:
         future, request = pending
         # Applied here, in wire order: the worker may stop again right after resuming, and
         # that stopped event may be read before the requester's coroutine runs again.
-        if message.success and request.command in RESUMING_COMMANDS:
+        if message.success and command(request.command).resumes:
             self._resumed(request.args.get("threadId"), message.body)
         if not future.done():
             future.set_result(message)

@@ -13,18 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from raydap.adapter import CONTINUE_ALL
+from raydap.protocol import command as command_info
 
 Role = Literal["debug", "view"]
-
-#: DAP requests a ``view`` token may not send: each runs code, changes state or moves a worker.
-VIEW_REFUSED = frozenset(
-    {"evaluate", "setVariable", "setExpression", "completions", "continue", "next", "stepIn",
-     "stepOut", "stepBack", "reverseContinue", "pause", "goto", "restartFrame", CONTINUE_ALL,
-     # Breakpoints pause workers, and conditions and log points run code in them.
-     "setBreakpoints", "setFunctionBreakpoints", "setExceptionBreakpoints",
-     "setDataBreakpoints", "setInstructionBreakpoints"}
-)  # fmt: skip
 MIN_SECRET = 16
 
 
@@ -39,7 +30,8 @@ class Token:
     secret: str = field(repr=False)
 
     def allows(self, command: str) -> bool:
-        return self.role == "debug" or command not in VIEW_REFUSED
+        """``view`` tokens send only what reads (:mod:`raydap.protocol.commands` says which)."""
+        return self.role == "debug" or command_info(command).read_only
 
 
 #: What a bridge without tokens grants (loopback only, or --insecure).

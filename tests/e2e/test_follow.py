@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from raydap.adapter import CONTINUE_ALL
+from raydap.protocol import CONTINUE_ALL
 from tests.conftest import Connect
 from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line
 from tests.e2e.test_bridge import evaluate, stopped_frame
