@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel
+from raydap.adapter.requests import RequestEngine
 from raydap.protocol import Event, ProtocolError, Request, Response, command, event
 
 log = logging.getLogger(__name__)
@@ -72,9 +73,7 @@ class Upstream:
         self.cache = StopCache()
         self.close_reason = ""
         self._on_change = on_change or (lambda upstream: None)
-        self._seq = 0
-        #: Requests awaiting their response: seq -> (future, the request).
-        self._pending: dict[int, tuple[asyncio.Future[Response], Request]] = {}
+        self._requests = RequestEngine(channel, on_answer=self._on_answer)
         self._initialized = asyncio.Event()
         self._first_stop = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
@@ -178,25 +177,19 @@ class Upstream:
         """One request and its response, uncached."""
         if self.state is State.CLOSED:
             raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
-        self._seq += 1
-        seq = self._seq
-        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
-        message = Request(command=command)
-        if arguments is not None:
-            message.arguments = arguments
-        self._pending[seq] = (future, message)
         try:
-            await self.channel.send(message, seq)
-            response = await asyncio.wait_for(future, timeout or self.request_timeout)
+            response = await self._requests.request(
+                command, arguments, timeout=timeout or self.request_timeout
+            )
         except asyncio.TimeoutError:  # before OSError: TimeoutError is one since 3.11
             raise UpstreamError(
                 f"worker {self.name} did not answer {command!r} within "
                 f"{timeout or self.request_timeout:g} s"
             ) from None
+        except UpstreamClosed:
+            raise
         except (ConnectionError, OSError) as exc:
             raise UpstreamClosed(f"worker {self.name} is gone: {exc!r}") from None
-        finally:
-            self._pending.pop(seq, None)
         return _mend(response)
 
     # -- events -----------------------------------------------------------------------------
@@ -204,13 +197,7 @@ class Upstream:
     async def _read_loop(self) -> None:
         reason = "the worker exited (its debugger connection closed)"
         try:
-            while (message := await self.channel.receive()) is not None:
-                if isinstance(message, Response):
-                    self._on_response(message)
-                elif isinstance(message, Event):
-                    self._on_event(message)
-                else:
-                    log.debug("%s: ignoring reverse request %s", self.name, message.command)
+            await self._requests.read_loop(self._on_event)
         except ProtocolError as exc:
             reason = f"worker sent bad DAP: {exc}"
         except (ConnectionError, OSError) as exc:
@@ -223,17 +210,11 @@ class Upstream:
                 await self.channel.close()
             self._closed("detached" if self._detaching else reason)
 
-    def _on_response(self, message: Response) -> None:
-        pending = self._pending.get(message.request_seq)
-        if pending is None:
-            return
-        future, request = pending
+    def _on_answer(self, request: Request, response: Response) -> None:
         # Applied here, in wire order: the worker may stop again right after resuming, and
         # that stopped event may be read before the requester's coroutine runs again.
-        if message.success and command(request.command).resumes:
-            self._resumed(request.args.get("threadId"), message.body)
-        if not future.done():
-            future.set_result(message)
+        if response.success and command(request.command).resumes:
+            self._resumed(request.args.get("threadId"), response.body)
 
     def _on_event(self, message: Event) -> None:
         name = message.event
@@ -330,9 +311,7 @@ class Upstream:
         self.state = State.CLOSED
         self.close_reason = reason
         self.stops.clear()
-        for future, _ in self._pending.values():
-            if not future.done():
-                future.set_exception(UpstreamClosed(f"worker {self.name} is gone ({reason})"))
+        self._requests.fail_pending(UpstreamClosed(f"worker {self.name} is gone ({reason})"))
         for client in list(self.clients):
             client.upstream_closed(self, reason)
         self.clients.clear()

@@ -303,5 +303,3 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 128 + signal.SIGTERM
 
 
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,9 +9,33 @@ from ssl import SSLContext
 from typing import Any
 
 from raydap.adapter import Channel, open_tcp_channel
+from raydap.adapter.requests import RequestEngine
+from raydap.adapter.websocket import open_websocket_channel
 from raydap.protocol import Event, Request, Response, response_to
 
 Observer = Callable[[Request | Response | Event], None]
+
+
+class _Observed:
+    """A channel that shows every message it receives to an observer (tests check each one
+    against the DAP schema)."""
+
+    def __init__(self, channel: Channel, observe: Observer) -> None:
+        self._channel = channel
+        self._observe = observe
+        self.peer = channel.peer
+
+    async def receive(self) -> Request | Response | Event | None:
+        message = await self._channel.receive()
+        if message is not None:
+            self._observe(message)
+        return message
+
+    async def send(self, message: Request | Response | Event, seq: int) -> None:
+        await self._channel.send(message, seq)
+
+    async def close(self) -> None:
+        await self._channel.close()
 
 
 class DapRequestFailed(Exception):
@@ -21,18 +45,19 @@ class DapRequestFailed(Exception):
 
 
 class DapClient:
+    """An editor's side of a DAP connection to the bridge: requests, and the events kept in
+    order so a caller can wait for the next one of a kind."""
+
     def __init__(self, channel: Channel, observe: Observer | None = None) -> None:
         self.channel = channel
         self.events: list[Event] = []
         self.reverse_requests: list[Request] = []
+        self.closed = False
         self._observe = observe or (lambda message: None)
         self._taken: set[int] = set()
-        self._sending: set[asyncio.Future[None]] = set()
-        self._seq = 0
-        self._pending: dict[int, asyncio.Future[Response]] = {}
-        self._changed = asyncio.Condition()
+        self._waiters: list[asyncio.Future[None]] = []
+        self._requests = RequestEngine(_Observed(channel, self._observe))
         self._reader = asyncio.create_task(self._read_loop())
-        self.closed = False
 
     @classmethod
     async def connect(
@@ -41,52 +66,42 @@ class DapClient:
         return cls(await open_tcp_channel(host, port, ssl=ssl), observe)
 
     @classmethod
-    async def connect_websocket(cls, url: str, observe: Observer | None = None) -> DapClient:
-        from raydap.bridge.server.endpoints import open_websocket_channel
-
-        return cls(await open_websocket_channel(url), observe)
+    async def connect_websocket(
+        cls, url: str, observe: Observer | None = None, token: str | None = None
+    ) -> DapClient:
+        return cls(await open_websocket_channel(url, token), observe)
 
     async def _read_loop(self) -> None:
         try:
-            while (message := await self.channel.receive()) is not None:
-                self._observe(message)
-                if isinstance(message, Response):
-                    future = self._pending.pop(message.request_seq, None)
-                    if future is not None and not future.done():
-                        future.set_result(message)
-                elif isinstance(message, Event):
-                    async with self._changed:
-                        self.events.append(message)
-                        self._changed.notify_all()
-                else:  # a reverse request (startDebugging): accept it, as an editor does
-                    self.reverse_requests.append(message)
-                    self._seq += 1
-                    await self.channel.send(response_to(message), self._seq)
+            await self._requests.read_loop(self._on_event, self._on_reverse_request)
         finally:
             self.closed = True
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ConnectionError("bridge closed the connection"))
-            async with self._changed:
-                self._changed.notify_all()
+            self._requests.fail_pending(ConnectionError("bridge closed the connection"))
+            self._wake()
+
+    def _on_event(self, message: Event) -> None:
+        self.events.append(message)
+        self._wake()
+
+    async def _on_reverse_request(self, message: Request) -> None:
+        """A reverse request (startDebugging): accept it, as an editor does."""
+        self.reverse_requests.append(message)
+        await self._requests.send(response_to(message))
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def send_nowait(self, command: str, arguments: Any = None) -> asyncio.Future[Response]:
         """Send a request; the future resolves to its response (pipelining allowed)."""
-        self._seq += 1
-        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
-        self._pending[self._seq] = future
-        message = Request(command=command)
-        if arguments is not None:
-            message.arguments = arguments
-        sending = asyncio.ensure_future(self.channel.send(message, self._seq))
-        self._sending.add(sending)
-        sending.add_done_callback(self._sending.discard)
-        return future
+        return self._requests.start(command, arguments)
 
     async def request(
         self, command: str, arguments: Any = None, *, timeout: float = 30.0, check: bool = True
     ) -> Response:
-        response = await asyncio.wait_for(self.send_nowait(command, arguments), timeout)
+        response = await self._requests.request(command, arguments, timeout=timeout)
         if check and not response.success:
             raise DapRequestFailed(response)
         return response
@@ -104,12 +119,13 @@ class DapClient:
             return None
 
         async def wait() -> Event:
-            async with self._changed:
-                while (found := find()) is None:
-                    if self.closed:
-                        raise ConnectionError(f"connection closed before a {name!r} event")
-                    await self._changed.wait()
-                return found
+            while (found := find()) is None:
+                if self.closed:
+                    raise ConnectionError(f"connection closed before a {name!r} event")
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                await waiter
+            return found
 
         return await asyncio.wait_for(wait(), timeout)
 

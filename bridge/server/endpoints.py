@@ -1,9 +1,4 @@
-"""WebSocket endpoints: DAP over WebSocket (``/dap``) and the registry feed (``/api/v1/events``).
-
-DAP over WebSocket carries one JSON message per text frame, so it passes through proxies,
-ingresses and tunnels that forward only HTTP to one port. Sessions behave exactly as on the TCP
-listener: the channel is the only difference.
-"""
+"""WebSocket endpoints: DAP over WebSocket (``/dap``) and the registry feed (``/api/v1/events``)."""
 
 from __future__ import annotations
 
@@ -12,65 +7,13 @@ import contextlib
 import json
 from typing import Any
 
-import aiohttp
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from raydap.adapter import ClientSession
 from raydap.adapter.session import Resolver
+from raydap.adapter.websocket import WebSocketChannel
 from raydap.bridge.workers.registry import Registry
-from raydap.protocol import DEFAULT_LIMITS, Event, ProtocolError, Request, Response, parse_message
-
-
-class WebSocketChannel:
-    """A DAP channel over a WebSocket: one message per text frame."""
-
-    def __init__(
-        self,
-        socket: web.WebSocketResponse | aiohttp.ClientWebSocketResponse[Any],
-        peer: str,
-        session: aiohttp.ClientSession | None = None,
-    ) -> None:
-        self._socket = socket
-        self._session = session  # the client side owns its HTTP session
-        self.peer = peer
-
-    async def receive(self) -> Request | Response | Event | None:
-        frame = await self._socket.receive()
-        if frame.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED):
-            return None
-        if frame.type == WSMsgType.ERROR:
-            raise ProtocolError(f"WebSocket error: {self._socket.exception()}")
-        if frame.type != WSMsgType.TEXT:
-            raise ProtocolError("DAP over WebSocket takes one JSON message per text frame")
-        try:
-            data = json.loads(frame.data)
-        except ValueError as exc:
-            raise ProtocolError(f"frame is not JSON: {exc}") from None
-        return parse_message(data)
-
-    async def send(self, message: Request | Response | Event, seq: int) -> None:
-        if self._socket.closed:
-            raise ConnectionResetError(f"{self.peer} is closed")
-        await self._socket.send_str(json.dumps(message.to_dict(seq), separators=(",", ":")))
-
-    async def close(self) -> None:
-        await self._socket.close()
-        if self._session is not None:
-            await self._session.close()
-
-
-async def open_websocket_channel(url: str, token: str | None = None) -> WebSocketChannel:
-    """Connect to a bridge's ``/dap`` WebSocket (``ws://host:port/dap?...``)."""
-    session = aiohttp.ClientSession()
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        socket = await session.ws_connect(
-            url, headers=headers, max_msg_size=DEFAULT_LIMITS.max_body_bytes
-        )
-    except BaseException:
-        await session.close()
-        raise
-    return WebSocketChannel(socket, url, session)
+from raydap.protocol import DEFAULT_LIMITS
 
 
 def preselected(resolve: Resolver, query: dict[str, str]) -> Resolver:
