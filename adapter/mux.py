@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -205,7 +206,8 @@ class WorkerMux:
         if name in ("process", "exited") and self.feed.follows:
             return
         if body is not None:
-            body = self._to_client(worker, dict(body))
+            # The upstream hands one event to every session: rewrite a copy of our own.
+            body = self._to_client(worker, copy.deepcopy(body))
             if name == "stopped":
                 body["allThreadsStopped"] = False
                 body.setdefault("description", f"Paused in {worker.label}")
@@ -275,6 +277,8 @@ class WorkerMux:
         arguments = self._to_worker(worker, request.arguments)
         if for_client and not command_info(request.command).read_only:
             self._audit(request.command, worker.key, request.args)
+        # A response is this request's own (the cache hands out private copies), so it is
+        # rewritten without copying again.
         response = await worker.upstream.request(request.command, arguments)
         if for_client and isinstance(response.body, dict):
             response = response.model_copy(

@@ -237,13 +237,18 @@ class Upstream:
             self._first_stop.set()
             if isinstance(thread_id, int):
                 self._spawn(self._prefetch(thread_id))
-        elif name in ("invalidated", "thread"):
+        elif name == "invalidated":
             self.cache.clear()
+        elif name == "thread":
+            self.cache.clear()
+            exited = body.get("threadId") if body.get("reason") == "exited" else None
+            if self.stops.pop(exited, None) is not None:  # type: ignore[arg-type]
+                if not self.stops and self.state is State.STOPPED:
+                    self.state = State.RUNNING
+                self._on_change(self)
         elif name == "continued":
             self._resumed(body.get("threadId"), body)
             return  # _resumed forwards a continued event of its own
-        elif name == "thread" and body.get("reason") == "exited":
-            self.stops.pop(body.get("threadId"), None)  # type: ignore[arg-type]
         elif name == "process":
             self.process_event = message
         elif name == "terminated":

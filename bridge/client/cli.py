@@ -301,5 +301,3 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return asyncio.run(demo())
     except asyncio.CancelledError:
         return 128 + signal.SIGTERM
-
-

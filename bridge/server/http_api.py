@@ -18,7 +18,7 @@ from raydap.bridge.server.auth import Authenticator, Token
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.workers import group
 from raydap.bridge.workers.filters import WorkerFilter
-from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.holder import Holder, ResumeFailed
 
 MAX_BODY_BYTES = 1024 * 1024
 #: Reachable without a token: liveness probes must not need a secret.
@@ -44,7 +44,7 @@ class Services:
 
 
 SERVICES = web.AppKey("services", Services)
-TOKEN = "raydap.token"
+TOKEN = web.RequestKey("token", Token)
 
 
 class ContinueBody(BaseModel):
@@ -122,6 +122,8 @@ async def continue_one(request: web.Request) -> web.Response:
         rid = await request.app[SERVICES].holder.resume(request.match_info["id"])
     except AttachError as exc:
         raise _error(web.HTTPNotFound, str(exc)) from None
+    except ResumeFailed as exc:
+        raise _error(web.HTTPConflict, str(exc)) from None
     except UpstreamError as exc:
         raise _error(web.HTTPBadGateway, str(exc)) from None
     _audit(request, "continue", worker=rid)

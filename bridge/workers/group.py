@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from raydap.adapter import AttachError, State, Upstream, UpstreamError
+from raydap.adapter import State, Upstream, UpstreamError
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
 
@@ -37,7 +37,7 @@ async def _evaluate_one(upstream: Upstream, expression: str) -> str:
         "evaluate", {"expression": expression, "frameId": frames[0]["id"], "context": "repl"}
     )
     if not response.success:
-        raise AttachError(response.message or "evaluation failed")
+        raise UpstreamError(response.message or "evaluation failed")
     return str((response.body or {}).get("result", ""))
 
 
@@ -51,7 +51,7 @@ async def evaluate_all(
     )
     results: list[dict[str, str]] = []
     for (rid, _), outcome in zip(chosen, outcomes, strict=True):
-        if isinstance(outcome, (AttachError, UpstreamError)):
+        if isinstance(outcome, UpstreamError):
             results.append({"id": rid, "error": str(outcome)})
         elif isinstance(outcome, BaseException):
             raise outcome
@@ -91,7 +91,7 @@ async def snapshot(
     )
     out: list[dict[str, Any]] = []
     for (rid, _), outcome in zip(chosen, outcomes, strict=True):
-        if isinstance(outcome, (AttachError, UpstreamError)):
+        if isinstance(outcome, UpstreamError):
             out.append({"id": rid, "error": str(outcome)})
         elif isinstance(outcome, BaseException):
             raise outcome

@@ -1,10 +1,9 @@
 """Holds paused workers: the bridge is each one's single debugpy client.
 
 Holding keeps the worker paused with the bridge attached, so editors attach instantly and
-successive breakpoints arrive on the same connection. The policy lives here: a worker resumed
-with nobody watching is detached so it runs at full speed (its next ``breakpoint()`` is then
-discovered afresh), a worker nobody touched for ``hold_timeout`` is resumed, and a worker that
-goes away leaves the registry.
+successive breakpoints arrive on the same connection. This module connects and hands out the
+connections; the record of each worker is kept by :mod:`.keeper`, and when to let go by
+:mod:`.policy`.
 """
 
 from __future__ import annotations
@@ -13,13 +12,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from raydap.adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
-from raydap.bridge.cluster.dashboard import DashboardError, TaskRow
 from raydap.bridge.cluster.discovery import PausedWorker
-from raydap.bridge.workers.records import BreakpointRecord, ExceptionInfo, Location
+from raydap.bridge.workers.keeper import Describe, RecordKeeper
+from raydap.bridge.workers.policy import HoldPolicy
+from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import LookupFailed, Registry
 
 log = logging.getLogger(__name__)
@@ -28,18 +27,10 @@ log = logging.getLogger(__name__)
 ATTACH_WAIT = 15.0
 #: How long a worker whose hold failed is left alone before discovery may try again.
 RETRY_AFTER = 5.0
-#: Ray reports task events to the dashboard in batches about a second apart, so a task that
-#: just paused may not be listed yet: ask again this often, for this long.
-DESCRIBE_EVERY, DESCRIBE_FOR = 0.25, 10.0
-
-#: What the task running on a worker is (the dashboard's answer), or None if not known yet.
-Describe = Callable[[str], Awaitable[TaskRow | None]]
 
 
-def exception_type(text: object) -> str:
-    """debugpy's stopped ``text`` is the type name, sometimes with a "(note: ...)" after it."""
-    name = str(text or "").split("(note:", 1)[0].strip()
-    return name or "Exception"
+class ResumeFailed(Exception):
+    """A held worker that could not be continued (already running, or debugpy said no)."""
 
 
 def record_id(worker_id: str) -> str:
@@ -59,16 +50,13 @@ class Holder:
         detach_grace: float = 1.0,
     ) -> None:
         self.registry = registry
-        self._describe = describe
         self.handshake_timeout = handshake_timeout
         self.request_timeout = request_timeout
-        self.hold_timeout = hold_timeout
-        self.detach_grace = detach_grace
-        self._idle: set[str] = set()
+        self.keeper = RecordKeeper(registry, describe)
+        self.policy = HoldPolicy(hold_timeout=hold_timeout, detach_grace=detach_grace)
         self.upstreams: dict[str, Upstream] = {}
         self._holding: dict[str, asyncio.Future[Upstream]] = {}
         self._failed_at: dict[str, float] = {}
-        self._touched: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- discovery side ---------------------------------------------------------------------
@@ -105,36 +93,16 @@ class Holder:
         if (self.registry.get(record.id) or record).state != "failed":
             self.registry.put(record)  # a failed one stays listed as such while retried
         self._holding[record.id] = asyncio.get_running_loop().create_future()
-        self._spawn(self._hold(record))
+        task = asyncio.create_task(self._hold(record))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _hold(self, record: BreakpointRecord) -> None:
         assert record.debugger_port is not None
         waiter = self._holding[record.id]
         try:
-            channel = await open_tcp_channel(record.node_ip, record.debugger_port)
-            upstream = Upstream(
-                channel,
-                name=record.label,
-                request_timeout=self.request_timeout,
-                on_change=lambda u: self._changed(record.id, u),
-            )
-            try:
-                await upstream.handshake(timeout=self.handshake_timeout)
-            except BaseException:
-                await upstream.close("handshake failed")
-                raise
-        except (OSError, UpstreamError, asyncio.TimeoutError) as exc:
-            if isinstance(exc, asyncio.TimeoutError):
-                exc = UpstreamError(
-                    f"its debugpy did not finish the handshake within {self.handshake_timeout:g} s"
-                    " (another debugger, or another raydap bridge, may be attached to it)"
-                )
-            elif isinstance(exc, ConnectionRefusedError):
-                exc = UpstreamError(
-                    f"its debugpy port {record.debugger_port} refuses connections: debugpy's "
-                    "adapter has exited, so no debugger can attach and the worker waits "
-                    "forever; restart the worker or its job"
-                )
+            upstream = await self._connect(record)
+        except UpstreamError as exc:
             log.warning("could not hold %s: %s", record.label, exc)
             self._failed_at[record.id] = time.monotonic()
             failed = self.registry.get(record.id) or record
@@ -145,107 +113,55 @@ class Holder:
         finally:
             self._holding.pop(record.id, None)
         self.upstreams[record.id] = upstream
-        self._touched[record.id] = time.monotonic()
+        self.policy.touch(record.id)
         log.info("holding %s (%s)", record.id, record.label)
         waiter.set_result(upstream)
         self._changed(record.id, upstream)
 
-    # -- keeping the record current ---------------------------------------------------------
+    async def _connect(self, record: BreakpointRecord) -> Upstream:
+        """Connect to the worker's debugpy and finish the handshake, or raise UpstreamError
+        saying what a person can do about it."""
+        assert record.debugger_port is not None
+        try:
+            channel = await open_tcp_channel(record.node_ip, record.debugger_port)
+        except ConnectionRefusedError:
+            raise UpstreamError(
+                f"its debugpy port {record.debugger_port} refuses connections: debugpy's "
+                "adapter has exited, so no debugger can attach and the worker waits "
+                "forever; restart the worker or its job"
+            ) from None
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise UpstreamError(f"cannot connect to its debugpy: {exc!r}") from None
+        upstream = Upstream(
+            channel,
+            name=record.label,
+            request_timeout=self.request_timeout,
+            on_change=lambda u: self._changed(record.id, u),
+        )
+        try:
+            await upstream.handshake(timeout=self.handshake_timeout)
+        except asyncio.TimeoutError:
+            await upstream.close("handshake failed")
+            raise UpstreamError(
+                f"its debugpy did not finish the handshake within {self.handshake_timeout:g} s"
+                " (another debugger, or another raydap bridge, may be attached to it)"
+            ) from None
+        except BaseException:
+            await upstream.close("handshake failed")
+            raise
+        return upstream
 
     def _changed(self, rid: str, upstream: Upstream) -> None:
         if self.upstreams.get(rid) is not upstream:
             return  # still in the handshake: _hold reports once it is done
-        record = self.registry.get(rid)
         if upstream.state is State.CLOSED:
             self.upstreams.pop(rid, None)
-            self._touched.pop(rid, None)
+            self.policy.forget(rid)
             self.registry.remove(rid)
             log.info("released %s: %s", rid, upstream.close_reason)
             return
-        if record is None:
-            return
-        if upstream.state is State.RUNNING and not upstream.clients and rid not in self._idle:
-            self._idle.add(rid)
-            self._spawn(self._detach_if_idle(rid, upstream))
-        state = "held" if upstream.state is State.STOPPED else "running"
-        update: dict[str, Any] = {"state": state, "clients": len(upstream.clients)}
-        stop = upstream.top_stop()
-        if state == "held" and record.state != "held" and stop is not None:
-            if record.state == "running":  # a later stop; the first keeps its discovery time
-                update["paused_since"] = time.time()
-            body = stop.body if isinstance(stop.body, dict) else {}
-            if body.get("reason") == "exception":
-                update["kind"] = "exception"
-                update["exception"] = ExceptionInfo(
-                    type=exception_type(body.get("text")),
-                    message=str(body.get("description") or ""),
-                )
-            else:
-                update["kind"], update["exception"] = "breakpoint", None
-            update["location"] = None
-            self._spawn(self._locate(rid, upstream))
-            self._spawn(self._name_task(rid))
-        self.registry.put(record.model_copy(update=update))
-
-    async def _detach_if_idle(self, rid: str, upstream: Upstream) -> None:
-        """Detach a worker that runs with nobody watching, so it runs at full speed.
-
-        Not at once: a worker continued in a loop often hits its next ``breakpoint()``
-        within moments, and a stop that reaches debugpy while it processes ``disconnect`` is
-        resumed by it and lost. During the grace period such a stop is simply held."""
-        try:
-            await asyncio.sleep(self.detach_grace)
-            if upstream.state is State.RUNNING and not upstream.clients:
-                await upstream.detach()
-        finally:
-            self._idle.discard(rid)
-
-    async def _name_task(self, rid: str) -> None:
-        """Fill in job, task and actor from the dashboard once it lists the running task."""
-        record = self.registry.get(rid)
-        if self._describe is None or record is None or record.worker_id is None:
-            return
-        deadline = time.monotonic() + DESCRIBE_FOR
-        task: TaskRow | None = None
-        while time.monotonic() < deadline:
-            try:
-                task = await self._describe(record.worker_id)
-            except DashboardError as exc:
-                log.debug("cannot name the task of %s yet: %s", rid, exc)
-            if task is not None and task.state == "RUNNING":
-                break
-            await asyncio.sleep(DESCRIBE_EVERY)
-        record = self.registry.get(rid)
-        if task is None or record is None:
-            return
-        name = task.name or task.func_or_class_name
-        update = {
-            "job_id": task.job_id,
-            "task_name": name,
-            "actor_id": task.actor_id,
-            "actor_class": name.split(".", 1)[0] if task.actor_id and name else None,
-        }
-        named = record.model_copy(update=update)
-        self.registry.put(named)
-        if (upstream := self.upstreams.get(rid)) is not None:
-            upstream.name = named.label  # clients' messages about it name the task
-
-    async def _locate(self, rid: str, upstream: Upstream) -> None:
-        """Ask the worker for its top frame, so lists can show file:line and function."""
-        try:
-            _, frames = await upstream.stack(levels=1)
-        except UpstreamError:
-            return
-        record = self.registry.get(rid)
-        if record is None:
-            return
-        top = frames[0]
-        location = Location(
-            path=str((top.get("source") or {}).get("path") or "<unknown>"),
-            line=int(top.get("line") or 0),
-            function=str(top.get("name") or "?"),
-        )
-        self.registry.put(record.model_copy(update={"location": location}))
+        self.policy.update(rid, upstream)
+        self.keeper.update(rid, upstream)
 
     # -- client side ------------------------------------------------------------------------
 
@@ -271,46 +187,32 @@ class Holder:
                 )
         if upstream is None or upstream.state is State.CLOSED:
             raise AttachError(f"worker {record.id} is no longer paused")
-        self._touched[record.id] = time.monotonic()
+        self.policy.touch(record.id)
         return record.id, upstream
 
     async def resume(self, id_or_prefix: str) -> str:
-        """Continue every stopped thread of one held worker; returns its id."""
+        """Continue every stopped thread of one held worker; returns its id. Raises
+        AttachError for an id that names no held worker, ResumeFailed if it cannot run on."""
         rid, upstream = await self.held_worker(id_or_prefix)
         stop = upstream.top_stop()
         if stop is None:
-            raise AttachError(f"worker {rid} is already running")
+            raise ResumeFailed(f"worker {rid} is already running")
         thread_id = (stop.body or {}).get("threadId", 0)
         response = await upstream.request("continue", {"threadId": thread_id})
         if not response.success:
-            raise AttachError(f"worker {rid} refused to continue: {response.message}")
+            raise ResumeFailed(f"worker {rid} refused to continue: {response.message}")
         return rid
 
     # -- upkeep -----------------------------------------------------------------------------
 
     async def expire(self) -> None:
-        """Resume workers nobody touched for ``hold_timeout`` seconds (if set)."""
-        if self.hold_timeout is None:
-            return
-        now = time.monotonic()
-        for rid, upstream in list(self.upstreams.items()):
-            idle = now - self._touched.get(rid, now)
-            if (
-                upstream.state is State.STOPPED
-                and not upstream.clients
-                and idle > self.hold_timeout
-            ):
-                log.info("hold timeout: resuming %s after %.0f s untouched", rid, idle)
-                with contextlib.suppress(AttachError, UpstreamError):
-                    await self.resume(rid)
+        """Resume workers nobody touched for the hold timeout (if set)."""
+        await self.policy.expire(self.upstreams, self.resume)
 
     async def close(self) -> None:
         """Detach from every worker (they resume) and stop background work."""
         await asyncio.gather(*(u.detach() for u in list(self.upstreams.values())))
         for task in list(self._tasks):
             task.cancel()
-
-    def _spawn(self, coroutine: Any) -> None:
-        task = asyncio.create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        await self.policy.close()
+        await self.keeper.close()

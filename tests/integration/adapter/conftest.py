@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,39 +19,7 @@ from raydap.adapter import (
     open_tcp_channel,
 )
 from raydap.bridge.server.dap_listener import DapListener
-
-DEBUGGEE = Path(__file__).with_name("debuggee.py")
-
-
-@dataclass
-class Debuggee:
-    process: subprocess.Popen[str]
-    port: int
-
-    def result_line(self) -> str:
-        """The line the debuggee prints when ``work`` returns. (Not read to EOF: debugpy's
-        adapter subprocess inherits the pipe and outlives the debuggee for a while.)"""
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("result"):
-                return line.strip()
-        return ""
-
-
-@pytest.fixture
-def debuggee() -> Iterator[Debuggee]:
-    process = subprocess.Popen(
-        [sys.executable, "-Xfrozen_modules=off", str(DEBUGGEE), "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1"),
-    )
-    assert process.stdout is not None
-    port = int(process.stdout.readline())
-    yield Debuggee(process, port)
-    if process.poll() is None:
-        process.kill()
-        process.wait()
+from tests.integration.conftest import Debuggee
 
 
 @dataclass

@@ -1,0 +1,121 @@
+"""Keeps each held worker's record current: what every interface lists.
+
+The upstream knows the debug state (stopped or running, why it stopped); the record says it
+in the words a person reads: kind, exception type and message, ``file:line`` and function, and
+which task or actor method runs there (the dashboard names it about a second after the pause).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from raydap.adapter import State, Upstream, UpstreamError
+from raydap.bridge.cluster.dashboard import DashboardError, TaskRow
+from raydap.bridge.workers.records import ExceptionInfo, Location
+from raydap.bridge.workers.registry import Registry
+
+log = logging.getLogger(__name__)
+
+#: Ray reports task events to the dashboard in batches about a second apart, so a task that
+#: just paused may not be listed yet: ask again this often, for this long.
+DESCRIBE_EVERY, DESCRIBE_FOR = 0.25, 10.0
+
+#: What the task running on a worker is (the dashboard's answer), or None if not known yet.
+Describe = Callable[[str], Awaitable[TaskRow | None]]
+
+
+def exception_type(text: object) -> str:
+    """debugpy's stopped ``text`` is the type name, sometimes with a "(note: ...)" after it."""
+    name = str(text or "").split("(note:", 1)[0].strip()
+    return name or "Exception"
+
+
+class RecordKeeper:
+    def __init__(self, registry: Registry, describe: Describe | None = None) -> None:
+        self.registry = registry
+        self._describe = describe
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def update(self, rid: str, upstream: Upstream) -> None:
+        """The worker's state changed (stopped, resumed, a client came or left)."""
+        record = self.registry.get(rid)
+        if record is None:
+            return
+        state = "held" if upstream.state is State.STOPPED else "running"
+        update: dict[str, Any] = {"state": state, "clients": len(upstream.clients)}
+        stop = upstream.top_stop()
+        if state == "held" and record.state != "held" and stop is not None:
+            if record.state == "running":  # a later stop; the first keeps its discovery time
+                update["paused_since"] = time.time()
+            body = stop.body if isinstance(stop.body, dict) else {}
+            if body.get("reason") == "exception":
+                update["kind"] = "exception"
+                update["exception"] = ExceptionInfo(
+                    type=exception_type(body.get("text")),
+                    message=str(body.get("description") or ""),
+                )
+            else:
+                update["kind"], update["exception"] = "breakpoint", None
+            update["location"] = None
+            self._spawn(self._locate(rid, upstream))
+            self._spawn(self._name_task(rid, upstream))
+        self.registry.put(record.model_copy(update=update))
+
+    async def _name_task(self, rid: str, upstream: Upstream) -> None:
+        """Fill in job, task and actor from the dashboard once it lists the running task."""
+        record = self.registry.get(rid)
+        if self._describe is None or record is None or record.worker_id is None:
+            return
+        deadline = time.monotonic() + DESCRIBE_FOR
+        task: TaskRow | None = None
+        while time.monotonic() < deadline:
+            try:
+                task = await self._describe(record.worker_id)
+            except DashboardError as exc:
+                log.debug("cannot name the task of %s yet: %s", rid, exc)
+            if task is not None and task.state == "RUNNING":
+                break
+            await asyncio.sleep(DESCRIBE_EVERY)
+        record = self.registry.get(rid)
+        if task is None or record is None:
+            return
+        name = task.name or task.func_or_class_name
+        update = {
+            "job_id": task.job_id,
+            "task_name": name,
+            "actor_id": task.actor_id,
+            "actor_class": name.split(".", 1)[0] if task.actor_id and name else None,
+        }
+        named = record.model_copy(update=update)
+        self.registry.put(named)
+        upstream.name = named.label  # clients' messages about it name the task
+
+    async def _locate(self, rid: str, upstream: Upstream) -> None:
+        """Ask the worker for its top frame, so lists can show file:line and function."""
+        try:
+            _, frames = await upstream.stack(levels=1)
+        except UpstreamError:
+            return
+        record = self.registry.get(rid)
+        if record is None:
+            return
+        top = frames[0]
+        location = Location(
+            path=str((top.get("source") or {}).get("path") or "<unknown>"),
+            line=int(top.get("line") or 0),
+            function=str(top.get("name") or "?"),
+        )
+        self.registry.put(record.model_copy(update={"location": location}))
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -1,0 +1,72 @@
+"""``POST /api/v1/breakpoints/{id}/continue`` on a real held debugpy: each failure says what
+it is (a worker that is running is a conflict, not a missing worker)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from raydap.adapter import State, bridge_capabilities
+from raydap.bridge.cluster.dashboard import WorkerRow
+from raydap.bridge.cluster.discovery import PausedWorker
+from raydap.bridge.server.audit import AuditLog
+from raydap.bridge.server.auth import Authenticator
+from raydap.bridge.server.http_api import Services, make_app
+from raydap.bridge.server.limits import ConnectionLimiter
+from raydap.bridge.workers.follow import resolve
+from raydap.bridge.workers.holder import Holder, record_id
+from raydap.bridge.workers.registry import Registry
+from tests.integration.conftest import start_debuggee
+
+WORKER_ID = "cd" * 28
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[tuple[TestClient, Holder]]:  # type: ignore[type-arg]
+    debuggee = start_debuggee(linger=60)  # lives on, running, after its two stops
+    holder = Holder(Registry(), detach_grace=120)
+    row = WorkerRow(worker_id=WORKER_ID, ip="127.0.0.1", pid=debuggee.process.pid,
+                    debugger_port=debuggee.port, num_paused_threads=1)  # fmt: skip
+    holder.hold(PausedWorker(row, time.time()))
+    services = Services(
+        holder=holder,
+        status=lambda: {"status": "ok"},
+        resolve=lambda arguments: resolve(holder, arguments),
+        capabilities=lambda: bridge_capabilities(None),
+        auth=Authenticator([]),
+        audit=AuditLog(None),
+        limiter=ConnectionLimiter(),
+    )
+    client = TestClient(TestServer(make_app(services)))
+    await client.start_server()
+    yield client, holder
+    await client.close()
+    await holder.close()
+    debuggee.stop()
+
+
+async def test_continue_answers_each_case_with_its_own_status(
+    api: tuple[TestClient, Holder],  # type: ignore[type-arg]
+) -> None:
+    client, holder = api
+    rid, upstream = await holder.held_worker(record_id(WORKER_ID))
+    url = f"/api/v1/breakpoints/{rid}/continue"
+    for _ in range(2):  # both breakpoints of the debuggee
+        deadline = time.monotonic() + 10
+        while upstream.state is not State.STOPPED:
+            assert time.monotonic() < deadline, "the debuggee did not stop again"
+            await asyncio.sleep(0.02)
+        answer = await client.post(url, json={})
+        assert answer.status == 200, await answer.text()
+        assert (await answer.json())["continued"] == [rid]
+
+    answer = await client.post(url, json={})
+    assert answer.status == 409
+    assert "already running" in (await answer.json())["error"]
+    missing = await client.post("/api/v1/breakpoints/ffffffff/continue", json={})
+    assert missing.status == 404
+    assert "no paused worker" in (await missing.json())["error"]

@@ -1,0 +1,76 @@
+"""A minimal DAP peer that stands in for debugpy where a test needs a message order, or an
+event, that real debugpy cannot be made to send on demand (two threads stopped and one of them
+exiting; a ``breakpoint`` event with a nested source while two sessions watch). It does the
+handshake as debugpy 1.8 does, reports one stop, answers every other request with an empty
+success, and sends whatever events the test pushes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from raydap.adapter import Upstream, open_tcp_channel
+from raydap.protocol import Decoder, Event, Request, Response, encode, event, response_to
+
+PKG = "/tmp/ray/session_1/runtime_resources/working_dir_files/_ray_pkg_0a1b2c"
+FRAME = {"id": 7, "name": "train_step", "line": 3, "column": 1,
+         "source": {"name": "train.py", "path": f"{PKG}/train.py"}}  # fmt: skip
+
+
+class ScriptedPeer:
+    def __init__(self) -> None:
+        self._writers: list[asyncio.StreamWriter] = []
+        self._seq = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.append(writer)
+        decoder, attach = Decoder(), None
+        while data := await reader.read(65536):
+            for request in decoder.feed(data):
+                assert isinstance(request, Request)
+                if request.command == "attach":
+                    attach = request
+                    self.write(event("initialized"))
+                elif request.command == "configurationDone":
+                    assert attach is not None
+                    self.write(response_to(request), response_to(attach))
+                    self.write(event("stopped", {"reason": "breakpoint", "threadId": 1}))
+                elif request.command == "stackTrace":
+                    self.write(response_to(request, {"stackFrames": [FRAME], "totalFrames": 1}))
+                else:
+                    self.write(response_to(request, {}))
+            await writer.drain()
+
+    def write(self, *messages: Event | Response) -> None:
+        """Send messages to the connected bridge, in one write."""
+        data = b""
+        for message in messages:
+            self._seq += 1
+            data += encode(message, self._seq)
+        self._writers[-1].write(data)
+
+
+@asynccontextmanager
+async def held_peer() -> AsyncIterator[tuple[ScriptedPeer, Upstream]]:
+    """A peer and an upstream that finished the handshake with it (thread 1 stopped)."""
+    peer = ScriptedPeer()
+    server = await asyncio.start_server(peer.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="peer")
+    try:
+        await upstream.handshake()
+        yield peer, upstream
+    finally:
+        await upstream.close("test over")
+        server.close()
+
+
+async def until(condition: Any, timeout: float = 5.0) -> None:
+    """Wait for the bridge to have read what the peer sent."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.01)

@@ -1,0 +1,70 @@
+"""One worker, several sessions: what the worker sends is shared, and no session may change
+what another one (or the upstream itself) sees."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from raydap.adapter import SingleWorker, State, Worker, WorkerMux
+from raydap.adapter.paths import PathMapper
+from raydap.protocol import Event, Request, Response, event
+from tests.unit.adapter.peer import PKG, held_peer, until
+
+
+async def test_sessions_on_one_worker_each_get_their_own_ids_and_paths() -> None:
+    async with held_peer() as (peer, upstream):
+        sent: dict[str, list[Request | Response | Event]] = {"alice": [], "bob": []}
+        muxes = [
+            WorkerMux(
+                SingleWorker(Worker("w1", upstream)),
+                sent[name].append,
+                PathMapper.from_attach({"localRoot": f"/home/{name}/proj"}),
+            )
+            for name in sent
+        ]
+
+        def shown(name: str, kind: str) -> dict[str, Any]:
+            found = [m for m in sent[name] if isinstance(m, Event) and m.event == kind]
+            return dict(found[-1].body) if found else {}
+
+        muxes[1]._threads.to_client("w0", 1)  # bob's session numbers its ids differently
+        muxes[1]._breakpoints.to_client("w0", 5)
+        for mux in muxes:
+            mux.start()
+        await until(lambda: len(upstream.clients) == 2)
+        source = {"path": f"{PKG}/train.py"}
+        changed: dict[str, Any] = {
+            "reason": "changed",
+            "breakpoint": {"id": 5, "verified": True, "line": 3, "source": source},
+        }
+        pristine = copy.deepcopy(changed)
+        peer.write(event("breakpoint", changed), event("output", {"output": "x", "source": source}))
+        await until(lambda: all(len(shown(name, "output")) for name in sent))
+
+        for name in sent:
+            assert shown(name, "breakpoint")["breakpoint"]["source"]["path"] == (
+                f"/home/{name}/proj/train.py"
+            )
+            assert shown(name, "output")["source"]["path"] == f"/home/{name}/proj/train.py"
+        assert shown("alice", "breakpoint")["breakpoint"]["id"] == 1
+        assert shown("bob", "breakpoint")["breakpoint"]["id"] == 2
+        # The upstream's own copy of its stop, replayed to clients that join later, is intact.
+        stop = upstream.top_stop()
+        assert stop is not None and stop.body == {"reason": "breakpoint", "threadId": 1}
+        assert changed == pristine
+        for mux in muxes:
+            mux.close()
+
+
+async def test_a_thread_that_exits_takes_its_stop_with_it() -> None:
+    async with held_peer() as (peer, upstream):
+        peer.write(event("stopped", {"reason": "breakpoint", "threadId": 2}))
+        await until(lambda: 2 in upstream.stops)
+        top = upstream.top_stop()
+        assert top is not None and top.body["threadId"] == 2
+        peer.write(event("thread", {"reason": "exited", "threadId": 2}))
+        await until(lambda: 2 not in upstream.stops)
+        top = upstream.top_stop()
+        assert top is not None and top.body["threadId"] == 1  # a thread that still exists
+        assert upstream.state is State.STOPPED
