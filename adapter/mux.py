@@ -348,6 +348,8 @@ class WorkerMux:
         """The text of a worker file the client cannot open, read through the worker itself
         (debugpy serves no file by path, and the worker may be on another node)."""
         key, path = self._unopenable[int(request.args["sourceReference"])]
+        # Read-only (a view token may), but it runs bridge-written code in the worker: audited.
+        self._audit("source", key, {"path": path})
         worker = self.workers.get(key)
         frame = next((c for c in self._frames.ids_of(key)), None) if worker else None
         if worker is None or frame is None:

@@ -34,6 +34,7 @@ from raydap.protocol import (
     event,
     response_to,
 )
+from raydap.protocol.schema import argument_problem
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +180,8 @@ class ClientSession:
                 request,
                 f"the token {self.grant.name!r} may only look: {command!r} needs a debug token",
             )
+        elif (problem := argument_problem(command, request.arguments)) is not None:
+            self._fail(request, problem)  # debugpy would drop the worker's connection
         else:
             self._spawn(self._relay(self.mux, request))
 
@@ -242,6 +245,7 @@ class ClientSession:
             command,
             worker=worker,
             expression=arguments.get("expression"),
+            path=arguments.get("path"),
             variable=arguments.get("name"),
             value=arguments.get("value"),
         )

@@ -66,7 +66,10 @@ def process(
 @contextmanager
 def serve(*args: str) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
     """``raydap serve`` as a real process: (process, HTTP URL, DAP port)."""
-    command = [sys.executable, "-m", "raydap.bridge", "serve", "--port", "0", "--dap-port", "0"]
+    # Without a token: the benchmark measures relaying, and a token is checked once per
+    # connection, not per message (the test suite covers tokens).
+    command = [sys.executable, "-m", "raydap.bridge", "serve", "--port", "0", "--dap-port", "0",
+               "--no-token"]  # fmt: skip
     with process([*command, *args], log=SERVE_LOG) as bridge:
         assert bridge.stdout is not None
         found = re.search(r"HTTP (\S+)\s+DAP \S+:(\d+)", bridge.stdout.readline())
@@ -104,6 +107,7 @@ def usage(pid: int) -> tuple[float, float, float]:
 def http(url: str, body: dict[str, Any] | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method="POST" if data else "GET")
+    request.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(request, timeout=60) as answer:
         return json.loads(answer.read())
 

@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
 from raydap.bridge.client.dap_client import DapClient
+from raydap.bridge.server import connection_file
 from tests.dap_schema import schema_errors
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every bridge the tests start (in-process or as ``raydap serve``) writes its connection
+    file here, not into the user's runtime directory; the tests' clients find tokens there."""
+    os.environ["RAYDAP_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="raydap-test-runtime-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ.pop("RAYDAP_RUNTIME_DIR", ""), ignore_errors=True)
+
+
+def runtime_dir() -> Path:
+    return Path(os.environ["RAYDAP_RUNTIME_DIR"])
+
+
+def token_for(where: str | int) -> str | None:
+    """The token of the running test bridge serving DAP port ``where`` (or WebSocket URL)."""
+    for found in connection_file.live_connections(runtime_dir()):
+        host_port = found.url.split("://", 1)[1]
+        if found.dap_port == where or (isinstance(where, str) and f"//{host_port}/" in where):
+            return found.token
+    return None
+
 
 #: ``connect(host, port)`` for the TCP listener, ``connect("ws://.../dap?...")`` for WebSocket.
 Connect = Callable[..., Awaitable[DapClient]]
@@ -28,9 +57,9 @@ async def dap_connect() -> AsyncIterator[Connect]:
 
     async def connect(where: str, port: int | None = None) -> DapClient:
         if port is None:
-            client = await DapClient.connect_websocket(where, observe)
+            client = await DapClient.connect_websocket(where, observe, token_for(where))
         else:
-            client = await DapClient.connect(where, port, observe)
+            client = await DapClient.connect(where, port, observe, token=token_for(port))
         clients.append(client)
         return client
 

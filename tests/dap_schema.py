@@ -1,7 +1,7 @@
 """Validation of DAP messages against the official JSON schema (MIT, Microsoft).
 
-The schema is the one in ``../shared/dap/`` when this checkout sits beside it, else the copy in
-``tests/schema/`` (kept identical, see tests/unit/protocol/test_schema_copy.py).
+The schema is the one in ``../shared/dap/`` when this checkout sits beside it, else the copy the
+package ships in ``protocol/`` (kept identical: tests/unit/protocol/test_messages.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import jsonschema
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "dap" / "debugAdapterProtocol.json"
-VENDORED = HERE / "schema" / "debugAdapterProtocol.json"
+VENDORED = HERE.parent / "protocol" / "debugAdapterProtocol.json"
 
 
 @cache

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import ssl
 import urllib.error
 import urllib.request
 from typing import Any
 
-DEFAULT_URL = "http://127.0.0.1:7800"
+from raydap.bridge.client.connection import BridgeTarget, find_bridge
 
 
 class BridgeUnavailable(Exception):
@@ -17,10 +15,13 @@ class BridgeUnavailable(Exception):
 
 
 class ApiClient:
-    def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 30.0):
-        self.url = (url or os.environ.get("RAYDAP_URL") or DEFAULT_URL).rstrip("/")
-        self.token = token if token is not None else os.environ.get("RAYDAP_TOKEN")
+    def __init__(self, target: BridgeTarget | None = None, timeout: float = 30.0):
+        self.target = target or find_bridge()
         self.timeout = timeout
+
+    @property
+    def url(self) -> str:
+        return self.target.url
 
     def get(self, path: str) -> Any:
         return self._call("GET", path)
@@ -32,11 +33,9 @@ class ApiClient:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Content-Type", "application/json")
-        if self.token:
-            request.add_header("Authorization", f"Bearer {self.token}")
-        context = None
-        if os.environ.get("RAYDAP_CA_FILE"):  # a bridge serving TLS with its own certificate
-            context = ssl.create_default_context(cafile=os.environ["RAYDAP_CA_FILE"])
+        if self.target.token:
+            request.add_header("Authorization", f"Bearer {self.target.token}")
+        context = self.target.ssl_context()
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=context) as response:
                 return json.loads(response.read())

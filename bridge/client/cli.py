@@ -5,18 +5,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
-import os
 import signal
 import sys
 import time
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+from pydantic_core import PydanticUndefined
 
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
 from raydap.bridge.client.render import breakpoints_table, table
+from raydap.bridge.server.settings import Settings, cli_fields
+
+if TYPE_CHECKING:
+    from raydap.bridge.server.bridge import Bridge
 
 
 def _port(text: str) -> int:
@@ -26,11 +30,21 @@ def _port(text: str) -> int:
     return value
 
 
-def _positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be above 0")
-    return value
+def _settings_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per field of :class:`Settings` (its description is the help); a flag not given
+    is left for the environment and the field's default."""
+    for name, field in cli_fields().items():
+        flag = "--" + name.replace("_", "-")
+        if field.annotation is bool:
+            parser.add_argument(
+                flag, action="store_true", default=argparse.SUPPRESS, help=field.description
+            )
+            continue
+        default = "" if field.default in (None, PydanticUndefined) else f" ({field.default})"
+        parser.add_argument(
+            flag, default=argparse.SUPPRESS, metavar=name.split("_")[-1].upper(),
+            help=f"{field.description}{default}",
+        )  # fmt: skip
 
 
 def _filter_args(parser: argparse.ArgumentParser) -> None:
@@ -51,32 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log more")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="run the bridge on the Ray head")
-    serve.add_argument("--address", help="Ray GCS address HOST:PORT (default: RAY_ADDRESS, local)")
-    serve.add_argument("--dashboard-url", help="Ray dashboard URL (default: asked of GCS)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
-    serve.add_argument("--port", type=_port, default=7800, help="HTTP/WebSocket port (7800)")
-    serve.add_argument("--dap-port", type=_port, default=7801, help="DAP TCP port (7801)")
-    serve.add_argument("--poll-interval", type=_positive, default=0.1, help="seconds (0.1)")
-    serve.add_argument("--hold-timeout", type=_positive, help="resume untouched workers after s")
-    serve.add_argument("--request-timeout", type=_positive, default=30.0, help="seconds (30)")
-    serve.add_argument(
-        "--token-file", type=Path,
-        help="tokens, one 'NAME ROLE SECRET' a line (ROLE: debug or view); RAYDAP_TOKEN adds one",
-    )  # fmt: skip
-    serve.add_argument("--audit-log", type=Path, help="append a JSON line per attach, continue ...")
-    serve.add_argument("--tls-cert", type=Path, help="serve HTTP, WebSocket and DAP over TLS")
-    serve.add_argument("--tls-key", type=Path, help="the key of --tls-cert")
-    serve.add_argument("--max-connections", type=int, default=256, help="in total (256)")
-    serve.add_argument("--max-connections-per-address", type=int, default=32, help="(32)")
-    serve.add_argument(
-        "--handshake-timeout", type=_positive, default=10.0,
-        help="seconds a new DAP connection has to attach (10)",
-    )  # fmt: skip
-    serve.add_argument(
-        "--insecure", action="store_true",
-        help="allow a non-loopback --host without tokens (anyone who reaches it runs code)",
-    )  # fmt: skip
+    serve = commands.add_parser(
+        "serve",
+        help="run the bridge on the Ray head",
+        description="Every flag can also be set as RAYDAP_<FLAG> in the environment "
+        "(RAYDAP_DAP_PORT=7801); RAYDAP_TOKEN adds a debug token.",
+    )
+    _settings_flags(serve)
 
     listing = commands.add_parser("list", help="list paused workers")
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -123,15 +118,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _raise_open_file_limit() -> None:
     """Each held worker is a socket: lift the soft limit (often 1,024) to the hard one."""
     import resource
@@ -145,48 +131,32 @@ def _raise_open_file_limit() -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from raydap.bridge.cluster.locate import ClusterNotFound, locate
-    from raydap.bridge.server.auth import TokenError, load_tokens
-    from raydap.bridge.server.bridge import Bridge, ServeConfig
+    from raydap.bridge.server.auth import TokenError
+    from raydap.bridge.server.bridge import Bridge
 
+    given = {name: getattr(args, name) for name in cli_fields() if hasattr(args, name)}
     try:
-        tokens = load_tokens(args.token_file, os.environ.get("RAYDAP_TOKEN"))
-    except TokenError as exc:
-        print(f"raydap: {exc}", file=sys.stderr)
-        return 2
-    if (args.tls_cert is None) != (args.tls_key is None):
-        print("raydap: --tls-cert and --tls-key go together", file=sys.stderr)
-        return 2
-    if not _is_loopback(args.host) and not tokens and not args.insecure:
-        print(
-            f"raydap: refusing to listen on {args.host} without tokens: anyone who reaches the "
-            "bridge could run code in every paused worker. Give --token-file or RAYDAP_TOKEN, "
-            "keep the default loopback and use an SSH tunnel, or pass --insecure if this "
-            "network is trusted.",
-            file=sys.stderr,
-        )
+        settings = Settings(**given)
+    except ValidationError as exc:
+        for error in exc.errors():
+            where = "--" + "-".join(str(p) for p in error["loc"]).replace("_", "-")
+            print(f"raydap: {where + ': ' if error['loc'] else ''}{error['msg']}", file=sys.stderr)
         return 2
     try:
-        cluster = locate(args.address, args.dashboard_url)
-    except ClusterNotFound as exc:
+        cluster = locate(settings.address, settings.dashboard_url)
+        bridge = Bridge(settings, cluster)
+    except (ClusterNotFound, TokenError) as exc:
         print(f"raydap: {exc}", file=sys.stderr)
         return 2
-    config = ServeConfig(
-        dashboard_url=cluster.dashboard_url, gcs_address=cluster.gcs_address,
-        host=args.host, port=args.port, dap_port=args.dap_port,
-        poll_interval=args.poll_interval, hold_timeout=args.hold_timeout,
-        request_timeout=args.request_timeout, tokens=tokens, audit_log=args.audit_log,
-        tls_cert=args.tls_cert, tls_key=args.tls_key, max_connections=args.max_connections,
-        max_connections_per_address=args.max_connections_per_address,
-        handshake_timeout=args.handshake_timeout,
-    )  # fmt: skip
-    if args.insecure and not tokens and not _is_loopback(args.host):
-        print(f"raydap: WARNING: --insecure: anyone reaching {args.host} can run code in "
-              "every paused Ray worker", file=sys.stderr)  # fmt: skip
+    if settings.no_token:
+        print(f"raydap: WARNING: --no-token: anyone who can reach {settings.host} (every user "
+              "of this machine, and web pages through DNS rebinding if the Host check is "
+              "bypassed) can run code in every paused Ray worker", file=sys.stderr)  # fmt: skip
     _raise_open_file_limit()
-    return asyncio.run(_serve(Bridge(config)))
+    return asyncio.run(_serve(bridge))
 
 
-async def _serve(bridge: Any) -> int:
+async def _serve(bridge: Bridge) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -196,13 +166,33 @@ async def _serve(bridge: Any) -> int:
     except OSError as exc:
         print(f"raydap: cannot listen: {exc}", file=sys.stderr)
         return 2
-    (host, port), (dap_host, dap_port) = bridge.http_address, bridge.dap_address
-    scheme, tls = ("https", " (TLS)") if bridge.config.tls_cert else ("http", "")
-    print(f"raydap bridge: HTTP {scheme}://{host}:{port}  DAP {dap_host}:{dap_port}{tls}  "
-          f"dashboard {bridge.config.dashboard_url}", flush=True)  # fmt: skip
-    await stop.wait()
-    await bridge.stop()
+    try:
+        print(serve_banner(bridge), flush=True)
+        await stop.wait()
+    finally:
+        await bridge.stop()
     return 0
+
+
+def serve_banner(bridge: Bridge) -> str:
+    """What ``raydap serve`` prints once it listens: where, and how to get in."""
+    dap_host, dap_port = bridge.dap_address
+    tls = " (TLS)" if bridge.settings.tls else ""
+    lines = [
+        f"raydap bridge: HTTP {bridge.url}  DAP {dap_host}:{dap_port}{tls}  "
+        f"dashboard {bridge.cluster.dashboard_url}"
+    ]
+    secret = bridge.debug_secret
+    if secret is not None:
+        lines.append(f"web page: {bridge.url}/?token={secret}")
+    lines.append(
+        "attach: `raydap list`, `raydap attach ID` on this machine (they read the connection "
+        f"file {bridge.connection_file}); DAP clients send the token as the attach argument "
+        '"token"; the VS Code extension asks for it once (Ray: Set Bridge Token)'
+        if secret is not None
+        else "attach: `raydap list`, `raydap attach ID`; any DAP client to the DAP port"
+    )
+    return "\n".join(lines)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -281,9 +271,9 @@ def cmd_attach(args: argparse.Namespace) -> int:
     from raydap.bridge.client.terminal import run_terminal
 
     api = ApiClient()
-    health = api.get("/healthz")
-    host = api.url.split("://", 1)[1].rsplit(":", 1)[0].strip("[]")
-    return asyncio.run(run_terminal(host, int(health["dap_port"]), args.id, api.token))
+    target = api.target
+    dap_port = target.dap_port or int(api.get("/healthz")["dap_port"])
+    return asyncio.run(run_terminal(target.host, dap_port, args.id, target.token))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -48,8 +48,12 @@ class DapClient:
     """An editor's side of a DAP connection to the bridge: requests, and the events kept in
     order so a caller can wait for the next one of a kind."""
 
-    def __init__(self, channel: Channel, observe: Observer | None = None) -> None:
+    def __init__(
+        self, channel: Channel, observe: Observer | None = None, token: str | None = None
+    ) -> None:
         self.channel = channel
+        #: The bridge's token: sent with ``attach`` unless the caller gives one.
+        self.token = token
         self.events: list[Event] = []
         self.reverse_requests: list[Request] = []
         self.closed = False
@@ -61,15 +65,21 @@ class DapClient:
 
     @classmethod
     async def connect(
-        cls, host: str, port: int, observe: Observer | None = None, ssl: SSLContext | None = None
+        cls,
+        host: str,
+        port: int,
+        observe: Observer | None = None,
+        ssl: SSLContext | None = None,
+        token: str | None = None,
     ) -> DapClient:
-        return cls(await open_tcp_channel(host, port, ssl=ssl), observe)
+        return cls(await open_tcp_channel(host, port, ssl=ssl), observe, token)
 
     @classmethod
     async def connect_websocket(
         cls, url: str, observe: Observer | None = None, token: str | None = None
     ) -> DapClient:
-        return cls(await open_websocket_channel(url, token), observe)
+        """Over ``/dap``: the token goes in the upgrade request (and the attach arguments)."""
+        return cls(await open_websocket_channel(url, token), observe, token)
 
     async def _read_loop(self) -> None:
         try:
@@ -142,6 +152,8 @@ class DapClient:
         initialize = {"clientID": "raydap-cli", "adapterID": "ray", "linesStartAt1": True,
                       "columnsStartAt1": True, "pathFormat": "path"}  # fmt: skip
         await self.request("initialize", {**initialize, **(client_capabilities or {})})
+        if self.token is not None:
+            arguments.setdefault("token", self.token)
         attach = self.send_nowait("attach", arguments)
         initialized: asyncio.Future[Any] = asyncio.ensure_future(self.wait_event("initialized"))
         pending: list[asyncio.Future[Any]] = [attach, initialized]

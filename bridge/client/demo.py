@@ -18,8 +18,9 @@ from pathlib import Path
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.client.render import breakpoints_table
-from raydap.bridge.cluster.locate import ClusterNotFound, locate
-from raydap.bridge.server.bridge import Bridge, ServeConfig
+from raydap.bridge.cluster.locate import Cluster, ClusterNotFound, locate
+from raydap.bridge.server.bridge import Bridge
+from raydap.bridge.server.settings import Settings
 
 DEMO_JOB = Path(__file__).resolve().parents[2] / "examples" / "demo_job.py"
 EXPECTED_PAUSES = 3
@@ -56,11 +57,10 @@ async def run_demo(*, headless: bool, port: int, dap_port: int, timeout: float =
 async def _with_cluster(
     address: str, url: str, headless: bool, port: int, dap_port: int, timeout: float
 ) -> int:
-    bridge = Bridge(ServeConfig(dashboard_url=url, port=port, dap_port=dap_port))
+    bridge = Bridge(Settings(port=port, dap_port=dap_port), Cluster(url, address))
     await bridge.start()
-    http_host, http_port = bridge.http_address
     dap_host, dap_port = bridge.dap_address
-    say(f"raydap bridge: HTTP http://{http_host}:{http_port}, DAP {dap_host}:{dap_port}")
+    say(f"raydap bridge: HTTP {bridge.url}, DAP {dap_host}:{dap_port}")
     log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"raydap-demo-job-{os.getpid()}.log"
     with open(log_path, "wb") as log:  # noqa: ASYNC230 (a local file, opened once)
         job = await asyncio.create_subprocess_exec(
@@ -76,9 +76,9 @@ async def _with_cluster(
         say("\n" + breakpoints_table(records) + "\n")
         if headless:
             for record in bridge.registry.records():
-                await _inspect_and_continue(record.id, dap_host, dap_port)
+                await _inspect_and_continue(record.id, dap_host, dap_port, bridge.debug_secret)
         else:
-            _explain(http_port, dap_port, records[0]["id"])
+            _explain(bridge, records[0]["id"])
         code = await asyncio.wait_for(job.wait(), None if not headless else timeout)
         output = log_path.read_text(errors="replace")
         result = next((line for line in output.splitlines() if "demo job results" in line), "")
@@ -108,10 +108,10 @@ async def _wait_for_pauses(bridge: Bridge, job: asyncio.subprocess.Process, time
     return False
 
 
-async def _inspect_and_continue(record_id: str, host: str, port: int) -> None:
+async def _inspect_and_continue(record_id: str, host: str, port: int, token: str | None) -> None:
     client = await DapClient.connect(host, port)
     try:
-        await client.attach(breakpoint=record_id)
+        await client.attach(breakpoint=record_id, token=token)
         stopped = await client.wait_event("stopped")
         body = stopped.body or {}
         thread_id = body["threadId"]
@@ -135,23 +135,28 @@ async def _inspect_and_continue(record_id: str, host: str, port: int) -> None:
         await client.close()
 
 
-def _explain(http_port: int, dap_port: int, example_id: str) -> None:
+def _explain(bridge: Bridge, example_id: str) -> None:
     raydap = Path(sys.executable).with_name("raydap")
     with contextlib.suppress(ValueError):
         raydap = raydap.relative_to(Path.cwd())
+    dap_port = bridge.dap_address[1]
+    token = bridge.debug_secret
     say(
         f"""The three workers above are paused and held by the bridge. To attach:
 
   terminal:   {raydap} list            {raydap} attach {example_id}
               {raydap} eval 'x'        {raydap} continue --all
-              (with RAYDAP_URL=http://127.0.0.1:{http_port} if that is not port 7800)
+              (they find this bridge and its token in {bridge.connection_file})
+  web page:   {bridge.url}/?token={token}
   VS Code:    the raydap extension (make vsix; code --install-extension
-              vscode-ext/raydap.vsix) lists them in Run and Debug > Ray, or
-              a launch.json entry of the stock Python debugger: {{"type": "debugpy",
-              "request": "attach", "connect": {{"host": "127.0.0.1", "port": {dap_port}}},
-              "breakpoint": "{example_id}"}}  (leave out "breakpoint" to follow all three)
+              vscode-ext/raydap.vsix) lists them in Run and Debug > Ray once given the
+              token (Ray: Set Bridge Token), or a launch.json entry of the stock Python
+              debugger: {{"type": "debugpy", "request": "attach", "connect": {{"host":
+              "127.0.0.1", "port": {dap_port}}}, "breakpoint": "{example_id}",
+              "token": "{token}"}}  (leave out "breakpoint" to follow all three)
   any DAP client: connect to 127.0.0.1:{dap_port} and send
-              {{"command": "attach", "arguments": {{"breakpoint": "{example_id}"}}}}
+              {{"command": "attach", "arguments": {{"breakpoint": "{example_id}",
+              "token": "{token}"}}}}
 
 The job finishes once all three are continued ({raydap} continue --all).
 Ctrl-C stops the demo."""

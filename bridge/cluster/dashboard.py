@@ -15,7 +15,7 @@ import aiohttp
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
-_PAUSED = "filter_keys=num_paused_threads&filter_predicates=!%3D&filter_values=0"
+_PAUSED = {"filter_keys": "num_paused_threads", "filter_predicates": "!=", "filter_values": "0"}
 
 
 class DashboardError(Exception):
@@ -50,8 +50,16 @@ class TaskRow(BaseModel):
 
 
 class DashboardClient:
-    def __init__(self, base_url: str, *, timeout: float = 5.0, limit: int = 10_000) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 5.0,
+        limit: int = 10_000,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._headers = headers or {}
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._limit = limit
         self._session: aiohttp.ClientSession | None = None
@@ -62,36 +70,36 @@ class DashboardClient:
 
     async def paused_workers(self) -> list[WorkerRow]:
         """Live workers blocked in a debugger, with their debugpy port known."""
-        rows = await self._state_rows(f"/api/v0/workers?detail=1&limit={self._limit}&{_PAUSED}")
+        rows = await self._state_rows("/api/v0/workers", {**_PAUSED, "limit": str(self._limit)})
         workers = [_validate(WorkerRow, row) for row in rows]
         return [w for w in workers if w.is_alive and w.debugger_port and w.num_paused_threads]
 
     async def running_task(self, worker_id: str) -> TaskRow | None:
         """The task a worker is running now (to name it by task or ``Actor.method``)."""
-        rows = await self._state_rows(
-            "/api/v0/tasks?detail=1&limit=100&filter_keys=worker_id"
-            f"&filter_predicates=%3D&filter_values={worker_id}"
-        )
+        where = {"filter_keys": "worker_id", "filter_predicates": "=", "filter_values": worker_id}
+        rows = await self._state_rows("/api/v0/tasks", {**where, "limit": "100"})
         tasks: list[TaskRow] = [_validate(TaskRow, row) for row in rows]
         running = [t for t in tasks if t.state == "RUNNING"]
         return (running or tasks)[-1] if tasks else None
 
-    async def _state_rows(self, path: str) -> list[Any]:
-        data = await self._get_json(path)
+    async def _state_rows(self, path: str, query: dict[str, str]) -> list[Any]:
+        data = await self._get_json(path, {"detail": "1", **query})
         try:
             rows = data["data"]["result"]["result"]
         except (KeyError, TypeError):
-            raise DashboardError(f"unexpected answer from {path.split('?')[0]}") from None
+            raise DashboardError(f"unexpected answer from {path}") from None
         if not isinstance(rows, list):
-            raise DashboardError(f"unexpected answer from {path.split('?')[0]}: not a list")
+            raise DashboardError(f"unexpected answer from {path}: not a list")
         return rows
 
-    async def _get_json(self, path: str) -> Any:
+    async def _get_json(self, path: str, query: dict[str, str]) -> Any:
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
+            self._session = aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
         url = self.base_url + path
         try:
-            async with self._session.get(url) as response:
+            async with self._session.get(url, params=query) as response:
+                if response.status in (401, 403):
+                    raise DashboardError(_refused(response.status, bool(self._headers)))
                 if response.status != 200:
                     raise DashboardError(f"dashboard answered HTTP {response.status} for {url}")
                 body = bytearray()
@@ -103,6 +111,19 @@ class DashboardClient:
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             why = str(exc) or type(exc).__name__
             raise DashboardError(f"dashboard at {self.base_url} unreachable: {why}") from None
+
+
+def _refused(status: int, sent_token: bool) -> str:
+    if not sent_token:
+        return (
+            f"the dashboard answered HTTP {status}: this cluster uses Ray's token auth "
+            "(RAY_AUTH_MODE=token) and raydap found no Ray token; give `raydap serve` "
+            "RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH, or put it in ~/.ray/auth_token"
+        )
+    return (
+        f"the dashboard answered HTTP {status}: it refused the Ray token raydap sent "
+        "(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token): it is not this cluster's"
+    )
 
 
 def _json(body: bytes) -> Any:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
+
+from raydap.bridge.cluster import ray_auth
 
 
 class ClusterNotFound(Exception):
@@ -49,11 +52,17 @@ def _gcs_address(address: str) -> str:
         ) from None
 
 
-def _dashboard_from_gcs(gcs_address: str) -> str:
+def gcs_client(gcs_address: str) -> Any:
+    """Ray's GCS client, sending Ray's auth token when there is one."""
     from ray._raylet import GcsClient  # type: ignore[attr-defined]
 
+    ray_auth.enable_for_gcs()
+    return GcsClient(address=gcs_address)
+
+
+def _dashboard_from_gcs(gcs_address: str) -> str:
     try:
-        value = GcsClient(address=gcs_address).internal_kv_get(b"dashboard", namespace=b"dashboard")
+        value = gcs_client(gcs_address).internal_kv_get(b"dashboard", namespace=b"dashboard")
     except Exception as exc:  # Ray raises its own RpcError types
         raise ClusterNotFound(
             f"cannot read the dashboard address from GCS {gcs_address}: {exc}"

@@ -9,10 +9,12 @@ constant time and never logged.
 from __future__ import annotations
 
 import hmac
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from raydap.bridge.server.settings import Settings
 from raydap.protocol import command as command_info
 
 Role = Literal["debug", "view"]
@@ -34,7 +36,7 @@ class Token:
         return self.role == "debug" or command_info(command).read_only
 
 
-#: What a bridge without tokens grants (loopback only, or --insecure).
+#: What a bridge without tokens grants (``--no-token``: loopback only, or --insecure).
 ANONYMOUS = Token("anonymous", "debug", "")
 
 
@@ -63,6 +65,16 @@ def load_tokens(path: Path | None, env_secret: str | None) -> list[Token]:
     if duplicates:
         raise TokenError(f"token names must be unique: {', '.join(duplicates)}")
     return tokens
+
+
+def tokens_for(settings: Settings) -> list[Token]:
+    """The bridge's tokens: those it is given, else one made now (``generated``, debug role);
+    none only with ``--no-token``."""
+    if settings.no_token:
+        return []
+    secret = settings.token.get_secret_value() if settings.token is not None else None
+    tokens = load_tokens(settings.token_file, secret)
+    return tokens or [Token("generated", "debug", secrets.token_urlsafe(32))]
 
 
 def _token(name: str, role: str, secret: str, where: str) -> Token:

@@ -1,4 +1,5 @@
-"""``raydap serve``: discovery, holder, HTTP API and DAP listener, wired together."""
+"""``raydap serve``: discovery, holder, HTTP API and DAP listener, wired together; the
+connection file is written once both listeners accept connections and removed at stop."""
 
 from __future__ import annotations
 
@@ -6,22 +7,28 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import ssl
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from raydap.adapter import AttachError, bridge_capabilities
+from raydap.bridge.cluster import ray_auth
 from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.discovery import Discovery
 from raydap.bridge.cluster.legacy import LegacyPdbDiscovery
+from raydap.bridge.cluster.locate import Cluster
+from raydap.bridge.server import connection_file
 from raydap.bridge.server.audit import AuditLog
-from raydap.bridge.server.auth import Authenticator, Token
+from raydap.bridge.server.auth import Authenticator, Token, tokens_for
+from raydap.bridge.server.browser import BrowserGuard
 from raydap.bridge.server.dap_listener import DapListener
 from raydap.bridge.server.http_api import Services, make_app
 from raydap.bridge.server.limits import ConnectionLimiter
+from raydap.bridge.server.settings import Settings
+from raydap.bridge.workers import legacy as legacy_records
 from raydap.bridge.workers.follow import resolve
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.registry import Registry
@@ -29,59 +36,59 @@ from raydap.bridge.workers.registry import Registry
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class ServeConfig:
-    dashboard_url: str
-    gcs_address: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 7800
-    dap_port: int = 7801
-    poll_interval: float = 0.1
-    hold_timeout: float | None = None
-    request_timeout: float = 30.0
-    tokens: list[Token] = field(default_factory=list)
-    audit_log: Path | None = None
-    tls_cert: Path | None = None
-    tls_key: Path | None = None
-    max_connections: int = 256
-    max_connections_per_address: int = 32
-    handshake_timeout: float = 10.0
-
-
 class Bridge:
-    def __init__(self, config: ServeConfig) -> None:
-        self.config = config
+    """The daemon: give it settings and the cluster, ``start`` it, ``stop`` it."""
+
+    def __init__(self, settings: Settings, cluster: Cluster) -> None:
+        """Raises TokenError for token settings that cannot be used."""
+        self.settings = settings
+        self.cluster = cluster
         self.registry = Registry()
-        self.dashboard = DashboardClient(config.dashboard_url)
+        self.dashboard = DashboardClient(
+            cluster.dashboard_url, headers=ray_auth.dashboard_headers()
+        )
         self.holder = Holder(
             self.registry,
             describe=self.dashboard.running_task,
-            request_timeout=config.request_timeout,
-            hold_timeout=config.hold_timeout,
+            request_timeout=settings.request_timeout,
+            hold_timeout=settings.hold_timeout,
         )
         self.discovery = Discovery(
             self.dashboard,
             on_paused=self.holder.hold,
             is_known=self.holder.is_known,
             on_poll=self.holder.still_paused,
-            interval=config.poll_interval,
+            interval=settings.poll_interval,
         )
         self.resolve = functools.partial(resolve, self.holder)
-        self.auth = Authenticator(config.tokens)
-        self.audit = AuditLog(config.audit_log)
-        self.limiter = ConnectionLimiter(config.max_connections, config.max_connections_per_address)
+        self.auth = Authenticator(tokens_for(settings))
+        self.audit = AuditLog(settings.audit_log)
+        self.limiter = ConnectionLimiter(
+            settings.max_connections, settings.max_connections_per_address
+        )
         self.dap = DapListener(
             self.resolve,
             self.capabilities,
             authorize=self.authorize_attach,
             audit=self.audit.record,
             limiter=self.limiter,
-            handshake_timeout=config.handshake_timeout,
+            handshake_timeout=settings.handshake_timeout,
         )
         self.http_address: tuple[str, int] = ("", 0)
         self.dap_address: tuple[str, int] = ("", 0)
+        self.connection_file: Path | None = None
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def url(self) -> str:
+        """The HTTP URL the bridge serves, as a client on this machine reaches it."""
+        host, port = self.http_address
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{'https' if self.settings.tls else 'http'}://{host}:{port}"
 
     def capabilities(self) -> dict[str, Any]:
         held = next(iter(self.holder.upstreams.values()), None)
@@ -99,10 +106,10 @@ class Bridge:
         return token
 
     def ssl_context(self) -> ssl.SSLContext | None:
-        if self.config.tls_cert is None or self.config.tls_key is None:
+        if self.settings.tls_cert is None or self.settings.tls_key is None:
             return None
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.config.tls_cert, self.config.tls_key)
+        context.load_cert_chain(self.settings.tls_cert, self.settings.tls_key)
         return context
 
     def status(self) -> dict[str, Any]:
@@ -126,23 +133,38 @@ class Bridge:
             auth=self.auth,
             audit=self.audit,
             limiter=self.limiter,
-            handshake_timeout=self.config.handshake_timeout,
+            handshake_timeout=self.settings.handshake_timeout,
         )
-        self._runner = web.AppRunner(make_app(services), access_log=None)
+        settings = self.settings
+        guard = BrowserGuard(settings.host, settings.allowed_hosts, settings.allowed_origins)
+        self._runner = web.AppRunner(make_app(services, guard), access_log=None)
         await self._runner.setup()
         tls = self.ssl_context()
-        site = web.TCPSite(self._runner, self.config.host, self.config.port, ssl_context=tls)
+        site = web.TCPSite(self._runner, settings.host, settings.port, ssl_context=tls)
         await site.start()
         bound = self._runner.addresses[0]
         self.http_address = (str(bound[0]), int(bound[1]))
-        self.dap_address = await self.dap.start(self.config.host, self.config.dap_port, tls)
+        self.dap_address = await self.dap.start(settings.host, settings.dap_port, tls)
         self._tasks = [
             asyncio.create_task(self.discovery.run(), name="discovery"),
             asyncio.create_task(self._expire_loop(), name="hold timeout"),
         ]
-        if self.config.gcs_address:
-            legacy = LegacyPdbDiscovery(self.config.gcs_address, self.registry)
+        if self.cluster.gcs_address:
+            legacy = LegacyPdbDiscovery(
+                self.cluster.gcs_address, functools.partial(legacy_records.reconcile, self.registry)
+            )
             self._tasks.append(asyncio.create_task(legacy.run(), name="legacy pdb discovery"))
+        self.connection_file = connection_file.write(
+            settings.runtime_dir,
+            connection_file.Connection(
+                url=self.url, dap_port=self.dap_address[1], token=self.debug_secret, pid=os.getpid()
+            ),
+        )
+
+    @property
+    def debug_secret(self) -> str | None:
+        """The secret raydap's clients on this machine use: the first debug token's."""
+        return next((t.secret for t in self.auth.tokens if t.role == "debug"), None)
 
     async def _expire_loop(self) -> None:
         while True:
@@ -151,6 +173,8 @@ class Bridge:
 
     async def stop(self) -> None:
         """Stop listening and detach from every worker, so they all run on."""
+        if self.connection_file is not None:
+            connection_file.remove(self.connection_file)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -12,17 +12,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.adapter import AttachError, UpstreamError
 from raydap.adapter.session import Resolver
-from raydap.bridge.server import endpoints
+from raydap.bridge.server import endpoints, page
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token
+from raydap.bridge.server.browser import GUARD, BrowserGuard, guard_browsers
 from raydap.bridge.server.limits import ConnectionLimiter
+from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.workers import group
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder, ResumeFailed
 
 MAX_BODY_BYTES = 1024 * 1024
-#: Reachable without a token: liveness probes must not need a secret.
-OPEN_PATHS = frozenset({"/healthz"})
+#: Reachable without a token: liveness probes must not need a secret, and the web page and
+#: its login must load before it has one.
+OPEN_PATHS = frozenset({"/healthz", "/", "/api/v1/login", "/api/v1/logout"})
 
 
 class StatusSource(Protocol):
@@ -85,14 +88,18 @@ async def authenticate(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
     services = request.app[SERVICES]
-    if request.path in OPEN_PATHS:
+    if request.path in OPEN_PATHS or request.path.startswith(STATIC_PREFIX):
         return await handler(request)
-    token = services.auth.from_header(request.headers.get("Authorization"))
+    header = request.headers.get("Authorization")
+    if header is not None:
+        token = services.auth.from_header(header)
+    else:  # the web page, logged in with its HttpOnly cookie
+        token = services.auth.check(request.cookies.get(COOKIE))
     if token is None:
         raise _error(
             web.HTTPUnauthorized,
-            "this bridge needs a token: send 'Authorization: Bearer <secret>' "
-            "(raydap commands read RAYDAP_TOKEN)",
+            "this bridge needs a token: send 'Authorization: Bearer <secret>' (raydap "
+            "commands find it in the bridge's connection file, or read RAYDAP_TOKEN)",
         )
     if request.method == "POST" and not token.allows("continue"):
         raise _error(
@@ -179,9 +186,13 @@ async def events_socket(request: web.Request) -> web.StreamResponse:
     return await endpoints.serve_events(request, request.app[SERVICES].holder.registry)
 
 
-def make_app(services: Services) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[authenticate])
+def make_app(services: Services, guard: BrowserGuard) -> web.Application:
+    app = web.Application(
+        client_max_size=MAX_BODY_BYTES, middlewares=[guard_browsers, authenticate]
+    )
     app[SERVICES] = services
+    app[GUARD] = guard
+    page.add_routes(app, services.auth)
     app.router.add_get("/api/v1/breakpoints", list_breakpoints)
     app.router.add_get("/api/v1/breakpoints/{id}", get_breakpoint)
     app.router.add_post("/api/v1/breakpoints/{id}/continue", continue_one)

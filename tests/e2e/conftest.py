@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 
 from raydap.bridge.client.local_ray import LocalRay
+from raydap.bridge.server import connection_file
+from tests.conftest import runtime_dir
 
 JOBS = Path(__file__).with_name("jobs")
 pytestmark = pytest.mark.e2e
@@ -40,20 +42,29 @@ class BridgeProcess:
     dap_host: str
     dap_port: int
     log: Path
+    #: The debug token it made (or was given), from its connection file.
+    token: str | None = None
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """The header that lets a client in."""
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def _request(self, path: str, body: bytes | None = None, method: str = "GET") -> Any:
+        headers = {"Content-Type": "application/json", **self.auth}
+        return urllib.request.Request(self.url + path, data=body, method=method, headers=headers)
 
     def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+        with urllib.request.urlopen(self._request(path), timeout=10) as response:
             return json.loads(response.read())
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(
-            self.url + path, data=json.dumps(body or {}).encode(), method="POST"
-        )
+        request = self._request(path, json.dumps(body or {}).encode(), "POST")
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
 
     def http_error(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any]:
-        request = urllib.request.Request(self.url + path, data=body, method=method)
+        request = self._request(path, body, method)
         try:
             urllib.request.urlopen(request, timeout=10)
         except urllib.error.HTTPError as exc:
@@ -98,7 +109,9 @@ def start_bridge(args: list[str], log: Path, env: dict[str, str] | None = None) 
     if not found:
         process.kill()
         raise AssertionError(f"raydap serve printed {line!r}:\n{log.read_text()}")
-    return BridgeProcess(process, found[1], found[2], int(found[3]), log)
+    written = runtime_dir() / f"bridge-{process.pid}.json"
+    token = connection_file.Connection.model_validate_json(written.read_text()).token
+    return BridgeProcess(process, found[1], found[2], int(found[3]), log, token)
 
 
 def stop_bridge(bridge: BridgeProcess) -> None:

@@ -161,9 +161,13 @@ async def test_unknown_ids_get_clear_errors_and_http_continue_resumes(
 
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.request("initialize", {"adapterID": "test"})
-    missing = await client.request("attach", {"breakpoint": "feedface"}, check=False)
+    missing = await client.request(
+        "attach", {"breakpoint": "feedface", "token": bridge.token}, check=False
+    )
     assert not missing.success and "raydap list" in (missing.message or "")
-    bad_filter = await client.request("attach", {"follow": {"rank": 0}}, check=False)
+    bad_filter = await client.request(
+        "attach", {"follow": {"rank": 0}, "token": bridge.token}, check=False
+    )
     assert not bad_filter.success and "job, task (a glob), actor and node" in (
         bad_filter.message or ""
     )
@@ -236,7 +240,9 @@ async def test_legacy_pdb_breakpoints_are_listed_with_how_to_reach_them(
 
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.request("initialize", {"adapterID": "test"})
-    refused = await client.request("attach", {"breakpoint": record["id"]}, check=False)
+    refused = await client.request(
+        "attach", {"breakpoint": record["id"], "token": bridge.token}, check=False
+    )
     assert not refused.success and "ray debug" in (refused.message or "")
 
     # Release it the legacy way: pdb's own socket, then the listing forgets it.

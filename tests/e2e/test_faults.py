@@ -27,7 +27,7 @@ import asyncio, sys
 from raydap.bridge.client.dap_client import DapClient
 
 async def main():
-    client = await DapClient.connect(sys.argv[1], int(sys.argv[2]))
+    client = await DapClient.connect(sys.argv[1], int(sys.argv[2]), token=sys.argv[4])
     await client.attach(breakpoint=sys.argv[3])
     stopped = await client.wait_event("stopped")
     trace = await client.request("stackTrace", {"threadId": stopped.body["threadId"]})
@@ -47,7 +47,8 @@ async def test_a_client_killed_mid_request_leaves_its_worker_held(
     job = run_job("task_breakpoint.py")
     [record] = bridge.wait_records(job.job_id)
     doomed = subprocess.Popen(
-        [sys.executable, "-c", SLOW_CLIENT, bridge.dap_host, str(bridge.dap_port), record["id"]],
+        [sys.executable, "-c", SLOW_CLIENT, bridge.dap_host, str(bridge.dap_port), record["id"],
+         str(bridge.token)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert doomed.stdout is not None and doomed.stdout.readline().strip() == "asked"
@@ -167,8 +168,8 @@ async def test_fifty_clients_on_four_ray_workers_lose_and_misroute_nothing(
     job = await asyncio.to_thread(start_job, quiet_head.address, "four_ranks.py")
     try:
         records = await asyncio.to_thread(roomy_bridge.wait_records, job.job_id, 4)
-        clients = [await DapClient.connect(roomy_bridge.dap_host, roomy_bridge.dap_port)
-                   for _ in range(50)]  # fmt: skip
+        where = (roomy_bridge.dap_host, roomy_bridge.dap_port)
+        clients = [await DapClient.connect(*where, token=roomy_bridge.token) for _ in range(50)]
 
         async def hammer(client: DapClient, record: dict[str, object]) -> int:
             await client.attach(breakpoint=record["id"])

@@ -128,7 +128,9 @@ async def test_child_sessions_get_one_start_debugging_request_per_worker(
 ) -> None:
     refused = await dap_connect(bridge.dap_host, bridge.dap_port)
     await refused.request("initialize", {"adapterID": "test"})
-    answer = await refused.request("attach", {"childSessions": True}, check=False)
+    answer = await refused.request(
+        "attach", {"childSessions": True, "token": bridge.token}, check=False
+    )
     assert not answer.success and "startDebugging" in (answer.message or "")
 
     job = run_job("task_breakpoint.py")

@@ -40,7 +40,7 @@ async def test_follow_over_websocket_and_the_events_feed(
 ) -> None:
     async with (
         aiohttp.ClientSession() as http,
-        http.ws_connect(ws(bridge, "/api/v1/events")) as feed,
+        http.ws_connect(ws(bridge, "/api/v1/events"), headers=bridge.auth) as feed,
     ):
         snapshot = await feed.receive_json(timeout=10)
         assert snapshot["kind"] == "snapshot" and isinstance(snapshot["records"], list)
@@ -77,7 +77,7 @@ async def test_bad_websocket_frames_close_only_their_connection(
 
     async with aiohttp.ClientSession() as http:
         for bad in (b"\x00\x01", "not json", json.dumps({"seq": 1, "type": "request"})):
-            async with http.ws_connect(ws(bridge, "/dap")) as socket:
+            async with http.ws_connect(ws(bridge, "/dap"), headers=bridge.auth) as socket:
                 if isinstance(bad, bytes):
                     await socket.send_bytes(bad)
                 else:

@@ -116,10 +116,34 @@ async def test_requests_out_of_order_get_errors_that_say_what_to_do(
     assert not terminate.success and "does not kill" in (terminate.message or "")
     await client.request("configurationDone")
     bad_id = await client.request("stackTrace", {"threadId": "main"}, check=False)
-    assert not bad_id.success and "threadId must be an integer" in (bad_id.message or "")
+    assert not bad_id.success and "threadId: 'main' is not of type 'integer'" in (
+        bad_id.message or ""
+    )
     stale = await client.request("scopes", {"frameId": 999}, check=False)
     assert not stale.success and "resumed or left" in (stale.message or "")
     assert (await client.request("threads")).body["threads"]  # the session lives on
+
+
+async def test_arguments_that_would_crash_debugpy_never_reach_the_worker(
+    relay: Relay, dap_connect: Connect
+) -> None:
+    """Found by the session fuzzer: pydevd drops its connection (for every session sharing the
+    worker) on a ``setBreakpoints`` whose path is not a string, or ``source`` whose
+    ``sourceReference`` is not a number."""
+    client = await dap_connect(relay.host, relay.port)
+    await client.attach(breakpoint="w1")
+    for command, arguments in (
+        ("setBreakpoints", {"source": {"path": 5}, "breakpoints": [{"line": 3}]}),
+        ("setBreakpoints", {"source": {"path": "x.py"}, "breakpoints": "all"}),
+        ("stackTrace", {"threadId": 1, "levels": "x"}),
+        ("source", {"source": {"sourceReference": "x"}, "sourceReference": 1.5}),
+    ):
+        answer = await client.request(command, arguments, check=False)
+        assert not answer.success and f"bad {command!r} arguments" in (answer.message or "")
+    assert relay.upstream.state is State.STOPPED  # still held, for everyone
+    thread_id = (await client.wait_event("stopped")).body["threadId"]
+    trace = await client.request("stackTrace", {"threadId": thread_id})
+    assert trace.body["stackFrames"][0]["name"] == "work"
 
 
 async def test_worker_exit_ends_the_session_with_terminated(

@@ -71,6 +71,7 @@ def secured(dashboard: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 def get(bridge: BridgeProcess, path: str, token: str | None, body: bytes | None = None) -> int:
     request = urllib.request.Request(bridge.url + path, data=body, method="POST" if body else "GET")
+    request.add_header("Content-Type", "application/json")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
@@ -187,8 +188,8 @@ def test_serve_refuses_unsafe_or_broken_setups(tmp_path: Path, dashboard: str) -
             capture_output=True, text=True, timeout=30, env=env,
         )  # fmt: skip
 
-    exposed = serve("--host", "0.0.0.0")
-    assert exposed.returncode == 2 and "without tokens" in exposed.stderr
+    exposed = serve("--host", "0.0.0.0", "--no-token")
+    assert exposed.returncode == 2 and "without a token" in exposed.stderr
     bad = tmp_path / "tokens"
     bad.write_text("carol admin secret-secret-secret\n")
     broken = serve("--token-file", str(bad))

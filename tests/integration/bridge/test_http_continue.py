@@ -15,6 +15,7 @@ from raydap.bridge.cluster.dashboard import WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator
+from raydap.bridge.server.browser import BrowserGuard
 from raydap.bridge.server.http_api import Services, make_app
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.workers.follow import resolve
@@ -41,7 +42,8 @@ async def api() -> AsyncIterator[tuple[TestClient, Holder]]:  # type: ignore[typ
         audit=AuditLog(None),
         limiter=ConnectionLimiter(),
     )
-    client = TestClient(TestServer(make_app(services)))
+    guard = BrowserGuard("127.0.0.1", allowed_hosts=[], allowed_origins=[])
+    client = TestClient(TestServer(make_app(services, guard)))
     await client.start_server()
     yield client, holder
     await client.close()

@@ -42,7 +42,7 @@ def busy_bridge(tmp_path: Path) -> Iterator[BridgeProcess]:
 
 
 async def one_client(bridge: BridgeProcess, rank: int) -> int:
-    client = await DapClient.connect(bridge.dap_host, bridge.dap_port)
+    client = await DapClient.connect(bridge.dap_host, bridge.dap_port, token=bridge.token)
     await client.attach(breakpoint=f"{rank:012x}")
     thread_id = (await client.wait_event("stopped")).body["threadId"]
     frame = (await client.request("stackTrace", {"threadId": thread_id})).body["stackFrames"][0]

@@ -2,16 +2,40 @@ import pytest
 
 from raydap.bridge.client.cli import _last_line, build_parser, main
 from raydap.bridge.client.render import breakpoints_table, duration
+from raydap.bridge.server.settings import Settings, cli_fields
 
 
 def test_arguments_out_of_range_are_refused_with_a_reason(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for argv in (["serve", "--port", "70000"], ["serve", "--poll-interval", "0"], ["frobnicate"]):
-        with pytest.raises(SystemExit) as exit_:
-            build_parser().parse_args(argv)
-        assert exit_.value.code == 2
-    assert "70000 is not a TCP port" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["frobnicate"])
+    assert exit_.value.code == 2
+    assert main(["serve", "--port", "70000"]) == 2
+    assert "--port: Input should be less than or equal to 65535" in capsys.readouterr().err
+    assert main(["serve", "--poll-interval", "0"]) == 2
+    assert "--poll-interval: Input should be greater than 0" in capsys.readouterr().err
+    assert main(["serve", "--tls-cert", "/x.pem"]) == 2
+    assert "--tls-cert and --tls-key go together" in capsys.readouterr().err
+
+
+def test_serve_settings_come_from_flags_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RAYDAP_DAP_PORT", "9001")
+    monkeypatch.setenv("RAYDAP_ALLOWED_ORIGINS", "https://a.example, https://b.example")
+    monkeypatch.setenv("RAYDAP_HOLD_TIMEOUT", "60")
+    args = build_parser().parse_args(["serve", "--hold-timeout", "5", "--no-token"])
+    settings = Settings(**{k: v for k, v in vars(args).items() if k in cli_fields()})
+    assert settings.dap_port == 9001 and settings.hold_timeout == 5.0 and settings.no_token
+    assert settings.allowed_origins == ["https://a.example", "https://b.example"]
+    assert "token" not in cli_fields()  # secrets never on a command line
+
+
+def test_no_token_is_for_loopback_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--no-token", "--host", "0.0.0.0"]) == 2
+    assert "refusing to listen on 0.0.0.0 without a token" in capsys.readouterr().err
+    assert Settings(no_token=True, host="0.0.0.0", insecure=True).no_token
 
 
 def test_client_commands_explain_a_missing_bridge(

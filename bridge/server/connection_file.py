@@ -1,0 +1,78 @@
+"""The connection file: how raydap's own clients on this machine find a running bridge and its
+token without anyone copying a secret.
+
+``raydap serve`` writes ``{"url", "dap_port", "token", "pid"}`` as JSON, mode 0600 in a 0700
+directory, one file per bridge, and removes it on exit (as Jupyter's runtime files). Clients
+take the file whose ``url`` they were given, or the only live one; a file whose bridge process
+is gone is ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import psutil
+from pydantic import BaseModel, ValidationError
+
+#: Larger files are not ours.
+MAX_BYTES = 64 * 1024
+
+
+class Connection(BaseModel):
+    url: str
+    dap_port: int
+    token: str | None = None
+    pid: int
+
+
+def write(directory: Path, connection: Connection) -> Path:
+    """Write the file of this bridge; only its owner can read it (it holds a debug token)."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mode = stat.S_IMODE(directory.stat().st_mode)
+    if mode & 0o077:
+        directory.chmod(0o700)
+    path = directory / f"bridge-{connection.pid}.json"
+    partial = path.with_suffix(".tmp")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(connection.model_dump_json())
+    partial.replace(path)
+    return path
+
+
+def remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def live_connections(directory: Path) -> list[Connection]:
+    """Every readable file of a bridge that is still running, newest first."""
+    found: list[tuple[float, Connection]] = []
+    for path in directory.glob("bridge-*.json"):
+        try:
+            if path.stat().st_size > MAX_BYTES:
+                continue
+            connection = Connection.model_validate_json(path.read_bytes())
+            modified = path.stat().st_mtime
+        except (OSError, ValidationError):
+            continue
+        if _alive(connection.pid):
+            found.append((modified, connection))
+    return [connection for _, connection in sorted(found, key=lambda item: -item[0])]
+
+
+def find(directory: Path, url: str | None) -> Connection | None:
+    """The live bridge at ``url``, or, with no url, the only live bridge (None if several)."""
+    connections = live_connections(directory)
+    if url is not None:
+        wanted = url.rstrip("/")
+        return next((c for c in connections if c.url.rstrip("/") == wanted), None)
+    return connections[0] if len(connections) == 1 else None

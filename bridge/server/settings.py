@@ -1,0 +1,111 @@
+"""Everything ``raydap serve`` can be told, in one model: its flags fill it, and so do
+``RAYDAP_*`` environment variables (a flag wins). The command line is generated from the
+fields, so a setting is declared once, here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+Port = Annotated[int, Field(ge=0, le=65535)]
+#: A list given as one comma-separated flag or variable.
+Names = Annotated[list[str], NoDecode]
+
+
+def default_runtime_dir() -> Path:
+    """Where running bridges leave their connection files."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "raydap"
+    return Path.home() / ".local" / "share" / "raydap" / "runtime"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAYDAP_", extra="forbid")
+
+    address: str | None = Field(
+        None, description="Ray GCS address HOST:PORT (default: RAY_ADDRESS, else local)"
+    )
+    dashboard_url: str | None = Field(None, description="Ray dashboard URL (default: from GCS)")
+    host: str = Field("127.0.0.1", description="address to listen on (loopback)")
+    port: Port = Field(7800, description="HTTP/WebSocket port; 0 picks a free one")
+    dap_port: Port = Field(7801, description="DAP TCP port; 0 picks a free one")
+    poll_interval: float = Field(0.1, gt=0, le=60, description="seconds between discovery polls")
+    hold_timeout: float | None = Field(None, gt=0, description="resume untouched workers after s")
+    request_timeout: float = Field(30.0, gt=0, description="seconds a worker has to answer")
+    handshake_timeout: float = Field(10.0, gt=0, description="seconds a client has to attach")
+    token: SecretStr | None = Field(
+        None, description="a debug token (environment only, never a flag)", exclude=True
+    )
+    token_file: Path | None = Field(
+        None, description="tokens, one 'NAME ROLE SECRET' a line (ROLE: debug or view)"
+    )
+    no_token: bool = Field(
+        False, description="serve without a token (single-user machines; loopback only)"
+    )
+    insecure: bool = Field(
+        False,
+        description="allow --no-token on a non-loopback --host (anyone reaching it runs code)",
+    )
+    allowed_hosts: Names = Field(
+        default_factory=list,
+        description="more Host names to serve, comma-separated (a reverse proxy's name)",
+    )
+    allowed_origins: Names = Field(
+        default_factory=list,
+        description="more browser origins to accept, comma-separated (https://proxy.example)",
+    )
+    audit_log: Path | None = Field(None, description="append a JSON line per attach, continue ...")
+    tls_cert: Path | None = Field(None, description="serve HTTP, WebSocket and DAP over TLS")
+    tls_key: Path | None = Field(None, description="the key of --tls-cert")
+    max_connections: int = Field(256, ge=1, description="connections in total")
+    max_connections_per_address: int = Field(32, ge=1, description="connections per address")
+    runtime_dir: Path = Field(
+        default_factory=default_runtime_dir, description="where the connection file goes"
+    )
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("--tls-cert and --tls-key go together")
+        if self.no_token and (self.token is not None or self.token_file is not None):
+            raise ValueError("--no-token and token settings (RAYDAP_TOKEN, --token-file) conflict")
+        if self.no_token and not is_loopback(self.host) and not self.insecure:
+            raise ValueError(
+                f"refusing to listen on {self.host} without a token: anyone who reaches the "
+                "bridge could run code in every paused worker. Drop --no-token (a token is "
+                "made for you), keep the default loopback and use an SSH tunnel, or add "
+                "--insecure if this network is trusted."
+            )
+        return self
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert is not None
+
+
+def cli_fields() -> dict[str, Any]:
+    """The fields the command line offers (all but secrets, which come from the environment)."""
+    return {name: field for name, field in Settings.model_fields.items() if not field.exclude}

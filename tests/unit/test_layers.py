@@ -1,0 +1,72 @@
+"""The direction of imports: bridge -> adapter -> protocol, and inside the bridge
+client -> server -> workers -> cluster. A module may import its own room and the rooms below
+it, never one above; the protocol layer does no I/O at all."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Rooms from the bottom up; a module may import from its own room and those before it.
+ROOMS = [
+    "raydap.protocol",
+    "raydap.adapter",
+    "raydap.bridge.cluster",
+    "raydap.bridge.workers",
+    "raydap.bridge.server",
+    "raydap.bridge.client",
+    "raydap.bridge",
+]
+#: What sans-I/O means: the protocol layer reads bytes it is given, and nothing else.
+IO_MODULES = {"asyncio", "socket", "ssl", "selectors", "aiohttp", "websockets", "subprocess"}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for folder in ("protocol", "adapter", "bridge"):
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(("raydap", *parts)).removesuffix(".__init__")
+            found[name] = path
+    return found
+
+
+def room(module: str) -> int:
+    return max(i for i, prefix in enumerate(ROOMS) if module == prefix or
+               module.startswith(prefix + "."))  # fmt: skip
+
+
+def imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_package_is_found() -> None:
+    assert {"raydap.protocol.codec", "raydap.adapter.mux", "raydap.bridge.client.cli"} <= set(
+        modules()
+    )
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_imports_point_down(module: str) -> None:
+    upward = [
+        name
+        for name in imports(modules()[module])
+        if name.startswith("raydap.") and name in modules() and room(name) > room(module)
+    ]
+    assert not upward, f"{module} imports from a room above it: {upward}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in modules() if m.startswith("raydap.protocol")))
+def test_the_protocol_layer_does_no_io(module: str) -> None:
+    used = {name.split(".")[0] for name in imports(modules()[module])}
+    assert not used & IO_MODULES, f"{module} imports {used & IO_MODULES}"
