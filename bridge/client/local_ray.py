@@ -20,6 +20,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -28,8 +30,12 @@ def free_port() -> int:
 
 
 class LocalRay:
-    def __init__(self, num_cpus: int = 4, startup_timeout: float = 60.0) -> None:
+    def __init__(
+        self, num_cpus: int = 4, startup_timeout: float = 60.0, env: dict[str, str] | None = None
+    ) -> None:
+        """``env`` is added to the head's environment (``RAY_AUTH_MODE=token`` ...)."""
         self.num_cpus = num_cpus
+        self.env = env or {}
         self.startup_timeout = startup_timeout
         self.gcs_port = free_port()
         self.dashboard_port = free_port()
@@ -60,7 +66,7 @@ class LocalRay:
             "--disable-usage-stats",
         ]  # fmt: skip
         log = open(self.temp_dir / "ray-start.log", "wb")  # noqa: SIM115 (kept for the process)
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", **self.env)
         self.process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
         )
@@ -74,12 +80,15 @@ class LocalRay:
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
         url = f"{self.dashboard_url}/api/v0/nodes?detail=1"
+        token = self.env.get("RAY_AUTH_TOKEN")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 log = (self.temp_dir / "ray-start.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"ray start exited with {self.process.returncode}:\n{log}")
             try:
-                with urllib.request.urlopen(url, timeout=2) as response:
+                request = urllib.request.Request(url, headers=headers)
+                with urllib.request.urlopen(request, timeout=2) as response:
                     nodes = json.loads(response.read())["data"]["result"]["result"]
                 if any(node.get("state") == "ALIVE" for node in nodes):
                     return
@@ -103,31 +112,30 @@ class LocalRay:
         self.stop()
 
 
-def _process_table() -> dict[int, tuple[int, int, str]]:
-    """pid -> (parent pid, session id, state) of every process, from /proc."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            table[int(entry.name)] = (int(fields[1]), int(fields[3]), fields[0])
-    return table
-
-
 def process_tree(root: int) -> set[int]:
     """Live processes that belong to ``root``: its session (Ray gives each worker a process
     group of its own, but not a session) and, transitively, their children (debugpy's adapter
     starts a session of its own under its worker)."""
-    table = _process_table()
-    members = {pid for pid, (_, sid, _) in table.items() if sid == root or pid == root}
-    grew = True
-    while grew:
-        children = {pid for pid, (ppid, _, _) in table.items() if ppid in members} - members
-        members |= children
-        grew = bool(children)
-    return {pid for pid in members if table[pid][2] != "Z"}
+    members: set[int] = set()
+    for process in psutil.process_iter():
+        try:
+            if process.pid == root or os.getsid(process.pid) == root:
+                members.add(process.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+    for pid in list(members):
+        try:
+            members.update(child.pid for child in psutil.Process(pid).children(recursive=True))
+        except psutil.Error:
+            continue
+    alive = set()
+    for pid in members:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.add(pid)
+        except psutil.Error:
+            continue
+    return alive
 
 
 def stop_process_tree(root: int, grace: float = 15.0) -> None:

@@ -39,4 +39,8 @@ def enable_for_gcs() -> None:
     """Ray's GCS client sends the token only in token mode: turn it on when a token exists
     and nobody chose a mode (what Ray's own ``ray.init`` does)."""
     if "RAY_AUTH_MODE" not in os.environ and token_source() is not None:
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+
         os.environ["RAY_AUTH_MODE"] = "token"
+        Config.initialize("")  # Ray caches its config: read the mode again
+        AuthenticationTokenLoader.instance().reset_cache()

@@ -155,9 +155,9 @@ def break_line(script: str, marker: str) -> int:
     raise AssertionError(marker)
 
 
-def start_job(address: str, script: str) -> Job:
+def start_job(address: str, script: str, env: dict[str, str] | None = None) -> Job:
     """Run a job driver from tests/e2e/jobs against the Ray head at ``address``."""
-    env = dict(os.environ, RAY_ADDRESS=address, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, RAY_ADDRESS=address, PYTHONUNBUFFERED="1", **(env or {}))
     process = subprocess.Popen(
         [sys.executable, str(JOBS / script)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,

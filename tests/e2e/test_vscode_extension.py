@@ -103,6 +103,8 @@ def editor(tmp_path: Path, editor_bridge: BridgeProcess) -> Iterator[Editor]:
         PATH=f"{NODE.parent}{os.pathsep}{os.environ['PATH']}",
         XDG_CONFIG_HOME=str(home / "config"),
         XDG_DATA_HOME=str(home / "share"),
+        # No connection file to find: this test gives the token the way a remote user does.
+        RAYDAP_RUNTIME_DIR=str(home / "runtime"),
     )
     common = ["--user-data-dir", str(home / "data"), "--extensions-dir", str(home / "extensions")]
     subprocess.run(

@@ -7,6 +7,7 @@
 import * as vscode from 'vscode';
 
 import { BridgeApi } from './bridgeApi';
+import { findConnection } from './connectionFile';
 import { EventStream, type StreamState } from './eventStream';
 import type { WorkerRecord } from './records';
 import { ConfigError, DEFAULT_SETTINGS, readSettings, type Settings } from './settings';
@@ -51,8 +52,12 @@ export class Connection implements vscode.Disposable {
     }
   }
 
+  /** The token set with "Ray: Set Bridge Token", else the one in the connection file of a
+   * bridge running on this machine at the configured URL. */
   async token(): Promise<string | undefined> {
-    return (await this.secrets.get(TOKEN_KEY)) || undefined;
+    const stored = (await this.secrets.get(TOKEN_KEY)) || undefined;
+    if (stored) return stored;
+    return (await findConnection(this.settings().bridgeUrl))?.token;
   }
 
   async setToken(token: string | undefined): Promise<void> {

@@ -18,7 +18,7 @@ import pytest
 from raydap.bridge.client.dap_client import DapClient
 from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 WORKERS, CLIENTS, REQUESTS, WINDOW = 4, 50, 1000, 50
 
 

@@ -26,33 +26,8 @@ from raydap.bridge.client.dap_client import DapClient, DapRequestFailed
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 ALICE, BOB = "alice-debug-secret-0123456789", "bob-view-secret-0123456789ab"
-
-
-@pytest.fixture(scope="module")
-def dashboard() -> Iterator[str]:
-    """A real debugpy, paused, listed by a fake dashboard; yields the dashboard URL."""
-    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
-    debuggee = subprocess.Popen(
-        [sys.executable, "-Xfrozen_modules=off", str(ROOT / "bench" / "debuggee.py")],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert debuggee.stdout is not None
-    port = debuggee.stdout.readline().strip()
-    cluster = subprocess.Popen(
-        [sys.executable, "-m", "bench.fake_cluster", "--workers", "0", "--real", port],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    assert cluster.stdout is not None
-    yield cluster.stdout.readline().split()[1]
-    for process in (cluster, debuggee):
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture(scope="module")

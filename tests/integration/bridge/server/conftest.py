@@ -1,0 +1,39 @@
+"""A real debugpy, paused, behind a fake dashboard: the bridge's own business (access, limits,
+browser defences) needs no Ray."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> Iterator[str]:
+    """A real debugpy, paused, listed by a fake dashboard; yields the dashboard URL."""
+    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+    debuggee = subprocess.Popen(
+        [sys.executable, "-Xfrozen_modules=off", str(ROOT / "bench" / "debuggee.py")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert debuggee.stdout is not None
+    port = debuggee.stdout.readline().strip()
+    cluster = subprocess.Popen(
+        [sys.executable, "-m", "bench.fake_cluster", "--workers", "0", "--real", port],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert cluster.stdout is not None
+    yield cluster.stdout.readline().split()[1]
+    for process in (cluster, debuggee):
+        process.kill()
+        process.wait()
