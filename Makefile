@@ -99,7 +99,7 @@ $(CODE_SERVER): $(NODE24_DIR)/node_modules/.bin/node | $(TOOLS)/.apt
 ## Re-make the screenshots in docs/ (the editor test takes them).
 screenshots: $(STAMP) vsix e2e-tools
 	RAYDAP_REQUIRE_EDITOR_TESTS=1 RAYDAP_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q \
-		tests/e2e/test_vscode_extension.py
+		tests/e2e/test_vscode_extension.py tests/e2e/test_web_page.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(TOOLS) \

@@ -18,7 +18,7 @@ from raydap.bridge.server.auth import Authenticator, Token
 from raydap.bridge.server.browser import GUARD, BrowserGuard, guard_browsers
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
-from raydap.bridge.workers import group
+from raydap.bridge.workers import group, stacks
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder, ResumeFailed
 
@@ -158,6 +158,15 @@ async def snapshot(request: web.Request) -> web.Response:
     return web.json_response({"workers": workers})
 
 
+async def merged_stacks(request: web.Request) -> web.Response:
+    try:
+        where = WorkerFilter.model_validate(dict(request.query))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise _error(web.HTTPBadRequest, f"bad filter: {problems}") from None
+    return web.json_response(await stacks.stacks(request.app[SERVICES].holder, where))
+
+
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response(request.app[SERVICES].status())
 
@@ -199,6 +208,7 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_post("/api/v1/continue", continue_group)
     app.router.add_post("/api/v1/evaluate", evaluate_group)
     app.router.add_get("/api/v1/snapshot", snapshot)
+    app.router.add_get("/api/v1/stacks", merged_stacks)
     app.router.add_get("/api/v1/events", events_socket)
     app.router.add_get("/dap", dap_socket)
     app.router.add_get("/healthz", healthz)

@@ -1,0 +1,293 @@
+// The bridge's web page: paused workers live from /api/v1/events, merged stacks, evaluate
+// across ranks, continue. Data is only ever put into the page as text (never as HTML): task
+// names and exception messages come from the debugged program.
+'use strict';
+
+const records = new Map();
+let events = null;
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === 'class') node.className = value;
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else if (key === 'text') node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function setStatus(text) {
+  $('status').textContent = text;
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw Object.assign(new Error(data.error || `HTTP ${response.status}`), { status: response.status });
+  return data;
+}
+
+// -- login ------------------------------------------------------------------------------------
+
+function showLogin(message) {
+  $('app').hidden = true;
+  $('logout').hidden = true;
+  $('login').hidden = false;
+  $('login-error').textContent = message || '';
+  setStatus('not logged in');
+}
+
+$('login').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  try {
+    await api('POST', '/api/v1/login', { token: $('token').value });
+    $('token').value = '';
+    start();
+  } catch (error) {
+    showLogin(error.message);
+  }
+});
+
+$('logout').addEventListener('click', async () => {
+  await api('POST', '/api/v1/logout', {}).catch(() => {});
+  stopWatching();
+  showLogin();
+});
+
+// -- workers ----------------------------------------------------------------------------------
+
+function taskName(record) {
+  return record.task_name || (record.kind === 'legacy-pdb' ? 'legacy pdb' : 'worker');
+}
+
+function since(seconds) {
+  const s = Math.max(0, Math.floor(Date.now() / 1000 - seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+async function act(button, method, path, body) {
+  button.disabled = true;
+  try {
+    await api(method, path, body);
+  } catch (error) {
+    setStatus(`${button.textContent}: ${error.message}`);
+    button.disabled = false;
+  }
+}
+
+function workerRow(record) {
+  const where = record.location;
+  const file = where ? `${where.path.split('/').pop()}:${where.line}` : '…';
+  const state = record.state === 'held' ? 'paused' : record.state;
+  const what = record.exception ? `${record.exception.type}: ${record.exception.message}` : '';
+  const actions = el('td');
+  if (record.state === 'held') {
+    actions.append(el('button', { type: 'button', text: 'Continue', 'aria-label': `Continue ${taskName(record)} ${record.id}`,
+      onclick: (e) => act(e.target, 'POST', `/api/v1/breakpoints/${encodeURIComponent(record.id)}/continue`, {}) }));
+  }
+  return el('tr', { 'data-worker': record.id },
+    el('td', { class: 'mono', text: record.id }),
+    el('td', { text: taskName(record) }),
+    el('td', { class: 'mono', text: file, title: where ? where.path : '' }),
+    el('td', { text: where ? where.function : '' }),
+    el('td', { text: record.node_ip || '' }),
+    el('td', { text: String(record.pid ?? '') }),
+    el('td', { class: `state-${record.state}`, text: state }),
+    el('td', { 'data-since': String(record.paused_since), text: since(record.paused_since) }),
+    el('td', { text: String(record.clients) }),
+    el('td', { class: 'exception', text: what || record.error || '' }),
+    actions);
+}
+
+function renderWorkers() {
+  const byJob = new Map();
+  for (const record of records.values()) {
+    const job = record.job_id || '';
+    if (!byJob.has(job)) byJob.set(job, []);
+    byJob.get(job).push(record);
+  }
+  const jobs = $('jobs');
+  jobs.replaceChildren();
+  for (const [job, members] of [...byJob.entries()].sort()) {
+    members.sort((a, b) => a.paused_since - b.paused_since || a.id.localeCompare(b.id));
+    const paused = members.filter((r) => r.state === 'held').length;
+    const heading = el('h2', {}, el('span', { text: job ? `Job ${job}` : 'Job not known yet' }),
+      el('span', { class: 'count', text: `${members.length} worker${members.length === 1 ? '' : 's'}, ${paused} paused` }));
+    if (job && paused) {
+      heading.append(el('button', { type: 'button', text: 'Continue all', 'aria-label': 'Continue all',
+        onclick: (e) => act(e.target, 'POST', '/api/v1/continue', { filter: { job } }) }));
+    }
+    const head = el('tr', {}, ...['Id', 'Task', 'Where', 'Function', 'Node', 'Pid', 'State', 'Paused for',
+      'Clients', 'Exception', ''].map((name) => el('th', { scope: 'col', text: name })));
+    jobs.append(el('section', { class: 'job', 'aria-label': job ? `Job ${job}` : 'Job not known yet' }, heading,
+      el('table', {}, el('thead', {}, head), el('tbody', {}, ...members.map(workerRow)))));
+  }
+  $('empty').hidden = records.size > 0;
+  const select = $('job-filter');
+  const chosen = select.value;
+  select.replaceChildren(el('option', { value: '', text: 'All jobs' }),
+    ...[...byJob.keys()].filter(Boolean).sort().map((job) => el('option', { value: job, text: job })));
+  select.value = byJob.has(chosen) ? chosen : '';
+  const held = [...records.values()].filter((r) => r.state === 'held').length;
+  setStatus(`${held} paused worker${held === 1 ? '' : 's'}`);
+}
+
+setInterval(() => {
+  for (const cell of document.querySelectorAll('[data-since]')) cell.textContent = since(Number(cell.dataset.since));
+}, 1000);
+
+function stopWatching() {
+  if (events) {
+    events.onclose = null;
+    events.close();
+    events = null;
+  }
+}
+
+function watch() {
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  events = new WebSocket(`${scheme}://${location.host}/api/v1/events`);
+  events.onmessage = (message) => {
+    const change = JSON.parse(message.data);
+    if (change.kind === 'snapshot') {
+      records.clear();
+      for (const record of change.records) records.set(record.id, record);
+    } else if (change.kind === 'removed') {
+      records.delete(change.record.id);
+    } else {
+      records.set(change.record.id, change.record);
+    }
+    renderWorkers();
+  };
+  events.onclose = () => {
+    setStatus('lost the bridge; reconnecting…');
+    setTimeout(start, 2000);
+  };
+}
+
+// -- evaluate ---------------------------------------------------------------------------------
+
+function currentFilter() {
+  const job = $('job-filter').value;
+  return job ? { job } : {};
+}
+
+$('evaluate').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const expression = $('expression').value;
+  const results = $('results');
+  results.replaceChildren(el('p', { text: `evaluating ${expression} …` }));
+  let answers;
+  try {
+    answers = (await api('POST', '/api/v1/evaluate', { expression, filter: currentFilter() })).results;
+  } catch (error) {
+    results.replaceChildren(el('p', { class: 'error', text: error.message }));
+    return;
+  }
+  if (!answers.length) {
+    results.replaceChildren(el('p', { text: 'No paused worker matches.' }));
+    return;
+  }
+  const shown = answers.map((a) => ('result' in a ? a.result : `error: ${a.error.trim().split('\n').pop()}`));
+  const counts = new Map();
+  for (const value of shown) counts.set(value, (counts.get(value) || 0) + 1);
+  // Marked: every value that is not the most common one (all of them when none repeats).
+  const top = Math.max(...counts.values());
+  const rows = answers.map((answer, i) => {
+    const record = records.get(answer.id);
+    const differs = counts.size > 1 && (top === 1 || counts.get(shown[i]) < top);
+    return el('tr', { class: differs ? 'differs' : '', 'data-worker': answer.id },
+      el('td', { class: 'mono', text: answer.id }),
+      el('td', { text: record ? taskName(record) : '' }),
+      el('td', { class: 'value mono', text: shown[i] }));
+  });
+  results.replaceChildren(el('table', { 'aria-label': `Values of ${expression}` },
+    el('thead', {}, el('tr', {}, ...['Worker', 'Task', expression].map((n) => el('th', { scope: 'col', text: n })))),
+    el('tbody', {}, ...rows)),
+    el('p', { text: counts.size > 1 ? `${counts.size} different values` : 'the same value in every worker' }));
+});
+
+// -- stacks -----------------------------------------------------------------------------------
+
+function frameLabel(node) {
+  return `${node.function} (${node.path.split('/').pop()}:${node.line})`;
+}
+
+function showWorkersOf(node, button) {
+  for (const pressed of document.querySelectorAll('.frame[aria-pressed="true"]')) pressed.setAttribute('aria-pressed', 'false');
+  button.setAttribute('aria-pressed', 'true');
+  $('stack-workers').replaceChildren(el('h3', { text: `${frameLabel(node)}: ${node.workers.length} workers` }),
+    el('ul', {}, ...node.workers.map((id) => {
+      const record = records.get(id);
+      return el('li', { class: 'mono', text: record ? `${id}  ${taskName(record)}  pid ${record.pid} on ${record.node_ip}` : id });
+    })));
+}
+
+function stackBranch(node) {
+  const count = `${node.workers.length} worker${node.workers.length === 1 ? '' : 's'}`;
+  const button = el('button', { type: 'button', class: 'frame', 'aria-pressed': 'false', title: node.path },
+    el('span', { class: 'mono', text: frameLabel(node) }), el('span', { class: 'count', text: count }));
+  button.addEventListener('click', () => showWorkersOf(node, button));
+  const item = el('li', {}, button);
+  if (node.children.length) item.append(el('ul', {}, ...node.children.map(stackBranch)));
+  return item;
+}
+
+async function loadStacks() {
+  const tree = $('stacks-tree');
+  tree.replaceChildren(el('p', { text: 'reading stacks …' }));
+  $('stack-workers').replaceChildren();
+  try {
+    const query = new URLSearchParams(currentFilter());
+    const answer = await api('GET', `/api/v1/stacks?${query}`);
+    const parts = [el('ul', { role: 'tree', 'aria-label': 'Merged stacks' }, ...answer.tree.children.map(stackBranch))];
+    if (!answer.tree.children.length) parts.push(el('p', { text: 'No paused worker to read.' }));
+    for (const failure of answer.failed) parts.push(el('p', { class: 'error', text: `${failure.id}: ${failure.reason}` }));
+    tree.replaceChildren(...parts);
+  } catch (error) {
+    tree.replaceChildren(el('p', { class: 'error', text: error.message }));
+  }
+}
+
+function selectTab(name) {
+  for (const tab of ['workers', 'stacks']) {
+    $(`tab-${tab}`).setAttribute('aria-selected', String(tab === name));
+    $(`panel-${tab}`).hidden = tab !== name;
+  }
+  if (name === 'stacks') loadStacks();
+}
+
+$('tab-workers').addEventListener('click', () => selectTab('workers'));
+$('tab-stacks').addEventListener('click', () => selectTab('stacks'));
+$('refresh-stacks').addEventListener('click', loadStacks);
+
+// -- start ------------------------------------------------------------------------------------
+
+async function start() {
+  try {
+    await api('GET', '/api/v1/breakpoints');
+  } catch (error) {
+    if (error.status === 401) return showLogin();
+    setStatus(`cannot reach the bridge: ${error.message}; retrying`);
+    setTimeout(start, 2000);
+    return;
+  }
+  $('login').hidden = true;
+  $('app').hidden = false;
+  $('logout').hidden = false;
+  stopWatching();
+  watch();
+}
+
+start();

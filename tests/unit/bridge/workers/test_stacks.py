@@ -1,0 +1,32 @@
+from raydap.bridge.workers.stacks import Frame, merge
+
+
+def frames(*where: tuple[str, int]) -> list[Frame]:
+    """Innermost first, as DAP reports them."""
+    return [Frame(function=f, path=f"/job/{f}.py", line=line) for f, line in where]
+
+
+def test_identical_paths_merge_and_diverging_frames_branch() -> None:
+    waiting = frames(("wait", 30), ("step", 12), ("main", 3))
+    tree = merge({
+        "r0": waiting, "r1": waiting,
+        "r2": frames(("compute", 50), ("step", 14), ("main", 3)),
+    })  # fmt: skip
+    assert tree.workers == ["r0", "r1", "r2"]
+    [main] = tree.children  # the outermost frame is shared by all three
+    assert (main.function, main.line, main.workers) == ("main", 3, ["r0", "r1", "r2"])
+    waiting_branch, computing = main.children  # largest group first
+    assert (waiting_branch.function, waiting_branch.line) == ("step", 12)
+    assert waiting_branch.workers == ["r0", "r1"]
+    assert [c.function for c in waiting_branch.children] == ["wait"]
+    assert (computing.line, computing.workers) == (14, ["r2"])
+    assert computing.children[0].children == []
+
+
+def test_the_same_function_on_another_line_is_another_branch() -> None:
+    tree = merge({"a": frames(("step", 12)), "b": frames(("step", 13))})
+    assert sorted(c.line for c in tree.children) == [12, 13]
+
+
+def test_no_workers_no_branches() -> None:
+    assert merge({}).children == [] and merge({}).workers == []
