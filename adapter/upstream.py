@@ -13,6 +13,7 @@ import contextlib
 import enum
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -60,7 +61,10 @@ class Upstream:
         name: str,
         request_timeout: float = 30.0,
         on_change: Callable[[Upstream], None] | None = None,
+        observe: Callable[[str, float, bool], None] | None = None,
     ) -> None:
+        """``observe(command, seconds, ok)`` is told of every request that reaches the worker
+        (not of answers from the cache)."""
         self.channel = channel
         self.name = name
         self.request_timeout = request_timeout
@@ -73,6 +77,7 @@ class Upstream:
         self.cache = StopCache()
         self.close_reason = ""
         self._on_change = on_change or (lambda upstream: None)
+        self._observe = observe
         self._requests = RequestEngine(channel, on_answer=self._on_answer)
         self._initialized = asyncio.Event()
         self._first_stop = asyncio.Event()
@@ -177,10 +182,13 @@ class Upstream:
         """One request and its response, uncached."""
         if self.state is State.CLOSED:
             raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
+        started = time.perf_counter()
+        ok = False
         try:
             response = await self._requests.request(
                 command, arguments, timeout=timeout or self.request_timeout
             )
+            ok = response.success
         except asyncio.TimeoutError:  # before OSError: TimeoutError is one since 3.11
             raise UpstreamError(
                 f"worker {self.name} did not answer {command!r} within "
@@ -190,6 +198,9 @@ class Upstream:
             raise
         except (ConnectionError, OSError) as exc:
             raise UpstreamClosed(f"worker {self.name} is gone: {exc!r}") from None
+        finally:
+            if self._observe is not None:
+                self._observe(command, time.perf_counter() - started, ok)
         return _mend(response)
 
     # -- events -----------------------------------------------------------------------------

@@ -87,7 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     _filter_args(ev)
 
     commands.add_parser("snapshot", help="stacks and locals of every held worker (JSON)")
-    commands.add_parser("doctor", help="check the bridge, the cluster and versions")
+    doctor = commands.add_parser(
+        "doctor", help="check the bridge, Ray, and what workers see on every node"
+    )
+    doctor.add_argument("--address", help="Ray GCS address HOST:PORT (default: RAY_ADDRESS, local)")
 
     attach = commands.add_parser("attach", help="debug one paused worker in this terminal")
     attach.add_argument("id", help="worker id or unique prefix")
@@ -252,19 +255,9 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    import debugpy
+    from raydap.bridge.client.doctor import run
 
-    print(f"python {sys.version.split()[0]}, debugpy {debugpy.__version__}")
-    with contextlib.suppress(ImportError):
-        import ray
-
-        print(f"ray {ray.__version__}")
-    api = ApiClient(timeout=5)
-    health = api.get("/healthz")
-    print(f"bridge at {api.url}: {health['status']}"
-          + (f" ({health['reason']})" if health.get("reason") else "")
-          + f", holding {health['held']} worker(s), DAP port {health.get('dap_port')}")  # fmt: skip
-    return 0 if health["status"] == "ok" else 1
+    return run(args.address)
 
 
 def cmd_attach(args: argparse.Namespace) -> int:

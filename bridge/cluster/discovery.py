@@ -33,7 +33,9 @@ class Discovery:
         on_poll: Callable[[set[str]], None] = lambda worker_ids: None,
         interval: float = 0.1,
         max_backoff: float = 5.0,
+        observe: Callable[[float, bool], None] = lambda seconds, ok: None,
     ) -> None:
+        self._observe = observe
         self.dashboard = dashboard
         self.interval = interval
         self.max_backoff = max_backoff
@@ -46,14 +48,17 @@ class Discovery:
     async def run(self) -> None:
         delay = self.interval
         while True:
+            started = time.perf_counter()
             try:
                 await self.poll_once()
             except DashboardError as exc:
+                self._observe(time.perf_counter() - started, False)
                 if self.healthy or self.problem != str(exc):
                     log.warning("discovery degraded: %s (retrying, backing off)", exc)
                 self.healthy, self.problem = False, str(exc)
                 delay = min(max(delay * 2, self.interval), self.max_backoff)
             else:
+                self._observe(time.perf_counter() - started, True)
                 if not self.healthy:
                     log.info("discovery ok: polling %s", self.dashboard.base_url)
                 self.healthy, self.problem = True, ""

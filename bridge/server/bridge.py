@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib.metadata
 import logging
 import os
 import ssl
@@ -27,6 +28,7 @@ from raydap.bridge.server.browser import BrowserGuard
 from raydap.bridge.server.dap_listener import DapListener
 from raydap.bridge.server.http_api import Services, make_app
 from raydap.bridge.server.limits import ConnectionLimiter
+from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers import legacy as legacy_records
 from raydap.bridge.workers.follow import resolve
@@ -44,6 +46,10 @@ class Bridge:
         self.settings = settings
         self.cluster = cluster
         self.registry = Registry()
+        self.limiter = ConnectionLimiter(
+            settings.max_connections, settings.max_connections_per_address
+        )
+        self.metrics = Metrics(self.registry, clients=lambda: self.limiter.open)
         self.dashboard = DashboardClient(
             cluster.dashboard_url, headers=ray_auth.dashboard_headers()
         )
@@ -52,6 +58,7 @@ class Bridge:
             describe=self.dashboard.running_task,
             request_timeout=settings.request_timeout,
             hold_timeout=settings.hold_timeout,
+            observe_request=self.metrics.worker_request,
         )
         self.discovery = Discovery(
             self.dashboard,
@@ -59,13 +66,11 @@ class Bridge:
             is_known=self.holder.is_known,
             on_poll=self.holder.still_paused,
             interval=settings.poll_interval,
+            observe=self.metrics.discovery_poll,
         )
         self.resolve = functools.partial(resolve, self.holder)
         self.auth = Authenticator(tokens_for(settings))
         self.audit = AuditLog(settings.audit_log)
-        self.limiter = ConnectionLimiter(
-            settings.max_connections, settings.max_connections_per_address
-        )
         self.dap = DapListener(
             self.resolve,
             self.capabilities,
@@ -98,6 +103,7 @@ class Bridge:
         """The TCP listener's check: the token travels in the attach arguments."""
         token = self.auth.check(arguments.get("token"))
         if token is None:
+            self.metrics.refused("dap")
             raise AttachError(
                 'this bridge needs a token: add "token": "<secret>" to the attach arguments'
                 if "token" not in arguments
@@ -117,6 +123,7 @@ class Bridge:
         status: dict[str, Any] = {
             "status": "ok" if self.discovery.healthy else "degraded",
             "held": len(self.holder.upstreams),
+            "version": importlib.metadata.version("raydap"),
             "dap_port": self.dap_address[1],
         }
         if not self.discovery.healthy:
@@ -133,6 +140,7 @@ class Bridge:
             auth=self.auth,
             audit=self.audit,
             limiter=self.limiter,
+            metrics=self.metrics,
             handshake_timeout=self.settings.handshake_timeout,
         )
         settings = self.settings

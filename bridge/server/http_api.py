@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.adapter import AttachError, UpstreamError
@@ -17,6 +18,7 @@ from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token
 from raydap.bridge.server.browser import GUARD, BrowserGuard, guard_browsers
 from raydap.bridge.server.limits import ConnectionLimiter
+from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.workers import group, stacks
 from raydap.bridge.workers.filters import WorkerFilter
@@ -43,6 +45,7 @@ class Services:
     auth: Authenticator
     audit: AuditLog
     limiter: ConnectionLimiter
+    metrics: Metrics
     handshake_timeout: float = 10.0
 
 
@@ -81,6 +84,19 @@ def _audit(request: web.Request, action: str, **details: Any) -> None:
     request.app[SERVICES].audit.record(
         action, client=request.remote or "?", token=token.name, **details
     )
+
+
+@web.middleware
+async def count_refusals(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Refusals for credentials (401, 403) or of what a browser sent (415) show in /metrics."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status in (401, 403, 415):
+            request.app[SERVICES].metrics.refused("http")
+        raise
 
 
 @web.middleware
@@ -167,6 +183,11 @@ async def merged_stacks(request: web.Request) -> web.Response:
     return web.json_response(await stacks.stacks(request.app[SERVICES].holder, where))
 
 
+async def metrics(request: web.Request) -> web.Response:
+    body = request.app[SERVICES].metrics.exposition()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response(request.app[SERVICES].status())
 
@@ -197,7 +218,8 @@ async def events_socket(request: web.Request) -> web.StreamResponse:
 
 def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app = web.Application(
-        client_max_size=MAX_BODY_BYTES, middlewares=[guard_browsers, authenticate]
+        client_max_size=MAX_BODY_BYTES,
+        middlewares=[count_refusals, guard_browsers, authenticate],
     )
     app[SERVICES] = services
     app[GUARD] = guard
@@ -212,4 +234,5 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_get("/api/v1/events", events_socket)
     app.router.add_get("/dap", dap_socket)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
     return app

@@ -11,9 +11,14 @@ class ConnectionLimiter:
         self.per_address = per_address
         self._open: Counter[str] = Counter()
 
+    @property
+    def open(self) -> int:
+        """Connections open now."""
+        return sum(self._open.values())
+
     def acquire(self, address: str) -> str | None:
         """Count a new connection; returns why it is refused, or None if it may proceed."""
-        if sum(self._open.values()) >= self.total:
+        if self.open >= self.total:
             return f"the bridge already serves {self.total} connections"
         if self._open[address] >= self.per_address:
             return f"{address} already has {self.per_address} connections open"

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from raydap.adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
@@ -48,8 +49,10 @@ class Holder:
         request_timeout: float = 30.0,
         hold_timeout: float | None = None,
         detach_grace: float = 1.0,
+        observe_request: Callable[[str, float, bool], None] | None = None,
     ) -> None:
         self.registry = registry
+        self._observe_request = observe_request
         self.handshake_timeout = handshake_timeout
         self.request_timeout = request_timeout
         self.keeper = RecordKeeper(registry, describe)
@@ -137,6 +140,7 @@ class Holder:
             name=record.label,
             request_timeout=self.request_timeout,
             on_change=lambda u: self._changed(record.id, u),
+            observe=self._observe_request,
         )
         try:
             await upstream.handshake(timeout=self.handshake_timeout)

@@ -18,6 +18,7 @@ from raydap.bridge.server.auth import Authenticator
 from raydap.bridge.server.browser import BrowserGuard
 from raydap.bridge.server.http_api import Services, make_app
 from raydap.bridge.server.limits import ConnectionLimiter
+from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.workers.follow import resolve
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.registry import Registry
@@ -41,6 +42,7 @@ async def api() -> AsyncIterator[tuple[TestClient, Holder]]:  # type: ignore[typ
         auth=Authenticator([]),
         audit=AuditLog(None),
         limiter=ConnectionLimiter(),
+        metrics=Metrics(holder.registry, clients=lambda: 0),
     )
     guard = BrowserGuard("127.0.0.1", allowed_hosts=[], allowed_origins=[])
     client = TestClient(TestServer(make_app(services, guard)))

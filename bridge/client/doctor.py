@@ -1,0 +1,131 @@
+"""``raydap doctor``: a check list, each finding with what to do about it; exit status 1 when
+any check fails. It looks at the bridge (reachable, token accepted, version), at Ray (address,
+dashboard, Ray's own auth), and at what workers actually see on every alive node, learned by a
+small probe task pinned to each (``RAY_DEBUG=legacy`` hides every breakpoint from DAP clients:
+the most common setup mistake)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
+from raydap.bridge.cluster import ray_auth
+from raydap.bridge.cluster.locate import ClusterNotFound, locate
+
+Level = Literal["ok", "warn", "FAIL"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: Level
+    what: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        return f"[{self.level:>4}] {self.what}" + (f"\n       -> {self.fix}" if self.fix else "")
+
+
+def check_bridge(api: ApiClient) -> list[Finding]:
+    try:
+        health = api.get("/healthz")
+    except BridgeUnavailable as exc:
+        return [
+            Finding("FAIL", str(exc), "start `raydap serve` on the Ray head, or set RAYDAP_URL")
+        ]
+    mine = importlib.metadata.version("raydap")
+    version = health.get("version", "?")
+    findings = [Finding("ok", f"bridge at {api.url} answers (raydap {version})")]
+    if version != mine:
+        findings.append(Finding("warn", f"the bridge runs raydap {version}, this client {mine}",
+                                "install the same raydap on both"))  # fmt: skip
+    if health.get("status") != "ok":
+        findings.append(Finding("FAIL", f"the bridge is degraded: {health.get('reason')}",
+                                "see the reason; discovery retries by itself"))  # fmt: skip
+    try:
+        api.get("/api/v1/breakpoints")
+        findings.append(Finding("ok", "the bridge accepts this client's token"))
+    except BridgeUnavailable as exc:
+        findings.append(Finding("FAIL", str(exc), "set RAYDAP_TOKEN, or run on the bridge's "
+                                "machine where its connection file has the token"))  # fmt: skip
+    return findings
+
+
+def check_node(answer: dict[str, Any]) -> list[Finding]:
+    node = f"node {answer.get('node_ip')} ({str(answer.get('node_id'))[:12]})"
+    env: dict[str, str | None] = answer.get("env") or {}
+    findings: list[Finding] = []
+    if answer.get("debugpy"):
+        findings.append(Finding("ok", f"{node}: debugpy {answer['debugpy']}, Ray {answer['ray']}, "
+                                f"Python {answer['python']}"))  # fmt: skip
+    else:
+        findings.append(Finding("FAIL", f"{node}: workers cannot import debugpy, so "
+                                "breakpoint() cannot open a debugger",
+                                "pip install debugpy in the workers' environment "
+                                "(ray[default] brings it)"))  # fmt: skip
+    if (env.get("RAY_DEBUG") or "").lower() == "legacy":
+        findings.append(Finding("FAIL", f"{node}: workers run with RAY_DEBUG=legacy: breakpoint() "
+                                "opens a plain pdb socket that no DAP client (nor raydap) attaches "
+                                "to; raydap only lists those",
+                                "unset RAY_DEBUG (or set RAY_DEBUG=1) where `ray start` runs on "
+                                "that node, and in the job's runtime_env env_vars"))  # fmt: skip
+    if answer.get("ray_debugger_external"):
+        findings.append(Finding("warn", f"{node}: started with --ray-debugger-external: legacy pdb "
+                                "sockets listen on every interface, open to anyone on the network",
+                                "drop --ray-debugger-external unless you need legacy pdb "
+                                "from other machines"))  # fmt: skip
+    post_mortem = env.get("RAY_DEBUG_POST_MORTEM")
+    findings.append(Finding("ok", f"{node}: post-mortem debugging "
+                            + ("on" if post_mortem == "1" else "off (RAY_DEBUG_POST_MORTEM=1 "
+                               "pauses a worker on an unhandled exception)")))  # fmt: skip
+    if not answer.get("py_spy"):
+        findings.append(Finding("warn", f"{node}: no py-spy on the workers' PATH: stacks of "
+                                "workers nobody holds cannot be read",
+                                "pip install py-spy (ray[default] brings it)"))  # fmt: skip
+    if not answer.get("gdb") or answer.get("ptrace_scope") == "3":
+        why = "no gdb" if not answer.get("gdb") else "ptrace is disabled (ptrace_scope 3)"
+        findings.append(Finding("warn", f"{node}: {why}: a hung worker cannot be paused from "
+                                "outside", "install gdb and allow ptrace (SYS_PTRACE in "
+                                "containers)"))  # fmt: skip
+    if not answer.get("raydap"):
+        findings.append(Finding("warn", f"{node}: raydap is not importable by workers: live "
+                                "debugging (the worker_process_setup_hook) cannot run there",
+                                "pip install raydap on the nodes"))  # fmt: skip
+    return findings
+
+
+def check_ray(address: str | None) -> list[Finding]:
+    try:
+        cluster = locate(address, None)
+    except ClusterNotFound as exc:
+        return [Finding("FAIL", str(exc), "pass --address HOST:PORT or set RAY_ADDRESS")]
+    findings = [Finding("ok", f"Ray cluster at {cluster.gcs_address}, "
+                        f"dashboard {cluster.dashboard_url}")]  # fmt: skip
+    found = ray_auth.token_source()
+    if found is not None:
+        findings.append(Finding("ok", f"Ray's auth token found in {found[1]}"))
+    if cluster.gcs_address is None:
+        return findings
+    from raydap.bridge.cluster.probe import probe_every_node
+
+    try:
+        answers, problems = probe_every_node(cluster.gcs_address)
+    except Exception as exc:  # Ray's own errors: report them as a finding
+        return [*findings, Finding("FAIL", f"cannot run a probe task on the cluster: {exc}")]
+    for answer in sorted(answers, key=lambda a: str(a.get("node_ip"))):
+        findings += check_node(answer)
+    findings += [Finding("FAIL", f"cannot probe {p}", "is the node alive?") for p in problems]
+    return findings
+
+
+def run(address: str | None) -> int:
+    findings = check_bridge(ApiClient(timeout=5))
+    for finding in findings:
+        print(finding, flush=True)
+    for finding in check_ray(address):
+        findings.append(finding)
+        print(finding, flush=True)
+    failed = sum(1 for f in findings if f.level == "FAIL")
+    print(f"{failed} check(s) failed" if failed else "all checks passed")
+    return 1 if failed else 0

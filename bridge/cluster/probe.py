@@ -1,0 +1,86 @@
+"""What a Ray worker on each node actually sees, for ``raydap doctor``.
+
+:func:`probe` runs inside a worker (a zero-CPU task pinned to each alive node). It is shipped to
+the workers by value, not by import, so it works where raydap is not installed, which is one of
+the things it reports. It uses nothing but the standard library and Ray.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+#: Environment variables that decide how ``breakpoint()`` behaves in a worker.
+DEBUG_VARIABLES = ("RAY_DEBUG", "RAY_DEBUG_POST_MORTEM", "PYTHON_DISABLE_REMOTE_DEBUG")
+
+
+def probe() -> dict[str, Any]:
+    """The facts of this worker's node and environment."""
+    import importlib.util
+    import shutil
+    import sys
+
+    import ray
+
+    worker = ray._private.worker.global_worker
+    search = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as file:
+            ptrace_scope: str | None = file.read().strip()
+    except OSError:
+        ptrace_scope = None
+    try:
+        import debugpy
+
+        debugpy_version: str | None = str(debugpy.__version__)
+    except ImportError:
+        debugpy_version = None
+    return {
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "node_ip": worker.node_ip_address,
+        "python": sys.version.split()[0],
+        "ray": ray.__version__,
+        "debugpy": debugpy_version,
+        "env": {name: os.environ.get(name) for name in DEBUG_VARIABLES},
+        "ray_debugger_external": bool(getattr(worker, "ray_debugger_external", False)),
+        "py_spy": shutil.which("py-spy", path=search),
+        "gdb": shutil.which("gdb", path=search),
+        "ptrace_scope": ptrace_scope,
+        "raydap": importlib.util.find_spec("raydap") is not None,
+    }
+
+
+def probe_every_node(address: str, timeout: float = 60.0) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run :func:`probe` on every alive node of the cluster at ``address`` (a GCS address):
+    the answers, and what could not be probed (node, reason)."""
+    import logging
+    import sys
+
+    import ray
+    from ray import cloudpickle
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+    ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+    try:
+        remote = ray.remote(num_cpus=0, max_retries=0)(probe)
+        nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
+        pending = {
+            remote.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+            ).remote(): n
+            for n in nodes
+        }
+        ready, missing = ray.wait(list(pending), num_returns=len(pending), timeout=timeout)
+        answers, problems = [], []
+        for ref in ready:
+            try:
+                answers.append(ray.get(ref))
+            except Exception as exc:  # the probe failed on that node: say so, go on
+                problems.append(f"node {pending[ref]['NodeManagerAddress']}: {exc}")
+        for ref in missing:
+            node = pending[ref]
+            problems.append(f"node {node['NodeManagerAddress']}: no answer within {timeout:g} s")
+        return answers, problems
+    finally:
+        ray.shutdown()

@@ -1,0 +1,42 @@
+"""``raydap doctor`` against real Ray heads: one healthy, one whose workers run with
+``RAY_DEBUG=legacy`` (the most common setup mistake)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from raydap.bridge.client.local_ray import LocalRay
+from tests.e2e.conftest import BridgeProcess
+
+pytestmark = pytest.mark.e2e
+
+
+def doctor(address: str, bridge: BridgeProcess) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAYDAP_TOKEN", "RAY_ADDRESS")}
+    env["RAYDAP_URL"] = bridge.url  # the token comes from the bridge's connection file
+    return subprocess.run(
+        [sys.executable, "-m", "raydap.bridge", "doctor", "--address", address],
+        capture_output=True, text=True, timeout=180, env=env,
+    )  # fmt: skip
+
+
+def test_a_healthy_cluster_passes(ray_head: LocalRay, bridge: BridgeProcess) -> None:
+    result = doctor(ray_head.address, bridge)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all checks passed" in result.stdout
+    assert "the bridge accepts this client's token" in result.stdout
+    assert "node 127.0.0.1" in result.stdout or "node 192." in result.stdout
+    assert "debugpy 1." in result.stdout
+
+
+def test_workers_with_ray_debug_legacy_fail_and_the_node_is_named(bridge: BridgeProcess) -> None:
+    with LocalRay(num_cpus=1, env={"RAY_DEBUG": "legacy"}) as legacy:
+        result = doctor(legacy.address, bridge)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [line] = [line for line in result.stdout.splitlines() if "RAY_DEBUG=legacy" in line]
+    assert line.startswith("[FAIL] node ") and "breakpoint()" in line
+    assert "unset RAY_DEBUG" in result.stdout
