@@ -160,6 +160,9 @@ class Upstream:
         goes away and :class:`UpstreamError` if it does not answer in time; either way only
         this request fails.
         """
+        refused = _crashes_debugpy(command, arguments)
+        if refused is not None:
+            return _mend(Response(request_seq=0, success=False, command=command, message=refused))
         key = self.cache.key(command, arguments) if self.state is State.STOPPED else None
         if key is None:
             response = await self._exchange(command, arguments, timeout)
@@ -363,6 +366,16 @@ class Upstream:
     def top_stop(self) -> Event | None:
         """The most recent stop in force, the one a person wants to see first."""
         return next(reversed(self.stops.values()), None)
+
+
+def _crashes_debugpy(command: str, arguments: Any) -> str | None:
+    """Schema-valid requests that debugpy 1.8 cannot take: it raises inside pydevd and drops
+    the worker's connection, for every session sharing it (found by the session fuzzer)."""
+    if command == "setBreakpoints":
+        source = arguments.get("source") if isinstance(arguments, dict) else None
+        if not isinstance(source, dict) or not isinstance(source.get("path"), str):
+            return "debugpy sets breakpoints by file path: source.path is required"
+    return None
 
 
 def _mend(response: Response) -> Response:
