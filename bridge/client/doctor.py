@@ -7,6 +7,8 @@ the most common setup mistake)."""
 from __future__ import annotations
 
 import importlib.metadata
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -95,6 +97,26 @@ def check_node(answer: dict[str, Any]) -> list[Finding]:
     return findings
 
 
+def check_dashboard(url: str) -> Finding:
+    """The State API the bridge polls, asked as the bridge asks it (with Ray's token)."""
+    request = urllib.request.Request(
+        f"{url}/api/v0/nodes?limit=1", headers=ray_auth.dashboard_headers()
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10):
+            return Finding("ok", f"the dashboard's State API answers at {url}")
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            return Finding("FAIL", f"the dashboard refused raydap (HTTP {exc.code}): the cluster "
+                           "uses Ray's token auth and the token raydap has is missing or wrong",
+                           "give raydap RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH, or put the "
+                           "cluster's token in ~/.ray/auth_token")  # fmt: skip
+        return Finding("FAIL", f"the dashboard answered HTTP {exc.code} at {url}")
+    except OSError as exc:
+        return Finding("FAIL", f"the dashboard at {url} is unreachable: {exc}",
+                       "is the head running with --include-dashboard=true?")  # fmt: skip
+
+
 def check_ray(address: str | None) -> list[Finding]:
     try:
         cluster = locate(address, None)
@@ -105,6 +127,7 @@ def check_ray(address: str | None) -> list[Finding]:
     found = ray_auth.token_source()
     if found is not None:
         findings.append(Finding("ok", f"Ray's auth token found in {found[1]}"))
+    findings.append(check_dashboard(cluster.dashboard_url))
     if cluster.gcs_address is None:
         return findings
     from raydap.bridge.cluster.probe import probe_every_node
