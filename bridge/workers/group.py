@@ -7,11 +7,14 @@ so these act on every matching worker concurrently rather than one after another
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from raydap.adapter import State, Upstream, UpstreamError
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
+
+T = TypeVar("T")
 
 
 def _stopped(holder: Holder, where: WorkerFilter) -> list[tuple[str, Upstream]]:
@@ -21,6 +24,19 @@ def _stopped(holder: Holder, where: WorkerFilter) -> list[tuple[str, Upstream]]:
         if upstream and upstream.state is State.STOPPED and where.matches(record):
             chosen.append((record.id, upstream))
     return chosen
+
+
+async def _each(
+    chosen: list[tuple[str, Upstream]], ask: Callable[[Upstream], Awaitable[T]]
+) -> list[tuple[str, T | UpstreamError]]:
+    """Ask every chosen worker at once; a worker that fails gives its error, not the group's."""
+    outcomes = await asyncio.gather(*(ask(u) for _, u in chosen), return_exceptions=True)
+    answers: list[tuple[str, T | UpstreamError]] = []
+    for (rid, _), outcome in zip(chosen, outcomes, strict=True):
+        if isinstance(outcome, BaseException) and not isinstance(outcome, UpstreamError):
+            raise outcome
+        answers.append((rid, outcome))
+    return answers
 
 
 async def continue_all(holder: Holder, where: WorkerFilter) -> list[str]:
@@ -45,19 +61,11 @@ async def evaluate_all(
     holder: Holder, expression: str, where: WorkerFilter
 ) -> list[dict[str, str]]:
     """Evaluate in the top frame of every matching paused worker, side by side."""
-    chosen = _stopped(holder, where)
-    outcomes = await asyncio.gather(
-        *(_evaluate_one(u, expression) for _, u in chosen), return_exceptions=True
-    )
-    results: list[dict[str, str]] = []
-    for (rid, _), outcome in zip(chosen, outcomes, strict=True):
-        if isinstance(outcome, UpstreamError):
-            results.append({"id": rid, "error": str(outcome)})
-        elif isinstance(outcome, BaseException):
-            raise outcome
-        else:
-            results.append({"id": rid, "result": outcome})
-    return results
+    answers = await _each(_stopped(holder, where), lambda u: _evaluate_one(u, expression))
+    return [
+        {"id": rid, "error": str(a)} if isinstance(a, UpstreamError) else {"id": rid, "result": a}
+        for rid, a in answers
+    ]
 
 
 async def _snapshot_one(upstream: Upstream, max_frames: int) -> dict[str, Any]:
@@ -85,16 +93,8 @@ async def snapshot(
     holder: Holder, where: WorkerFilter, max_frames: int = 50
 ) -> list[dict[str, Any]]:
     """Stacks and top-frame locals of every matching held worker."""
-    chosen = _stopped(holder, where)
-    outcomes = await asyncio.gather(
-        *(_snapshot_one(u, max_frames) for _, u in chosen), return_exceptions=True
-    )
-    out: list[dict[str, Any]] = []
-    for (rid, _), outcome in zip(chosen, outcomes, strict=True):
-        if isinstance(outcome, UpstreamError):
-            out.append({"id": rid, "error": str(outcome)})
-        elif isinstance(outcome, BaseException):
-            raise outcome
-        else:
-            out.append({"id": rid, **outcome})
-    return out
+    answers = await _each(_stopped(holder, where), lambda u: _snapshot_one(u, max_frames))
+    return [
+        {"id": rid, "error": str(a)} if isinstance(a, UpstreamError) else {"id": rid, **a}
+        for rid, a in answers
+    ]
