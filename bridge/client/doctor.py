@@ -79,8 +79,9 @@ def check_node(answer: dict[str, Any]) -> list[Finding]:
                                 "from other machines"))  # fmt: skip
     post_mortem = env.get("RAY_DEBUG_POST_MORTEM")
     findings.append(Finding("ok", f"{node}: post-mortem debugging "
-                            + ("on" if post_mortem == "1" else "off (RAY_DEBUG_POST_MORTEM=1 "
-                               "pauses a worker on an unhandled exception)")))  # fmt: skip
+                            + ("on for every job" if post_mortem == "1" else "not set node-wide "
+                               "(a job turns it on with RAY_DEBUG_POST_MORTEM=1 in its "
+                               "runtime_env env_vars)")))  # fmt: skip
     if not answer.get("py_spy"):
         findings.append(Finding("warn", f"{node}: no py-spy on the workers' PATH: stacks of "
                                 "workers nobody holds cannot be read",
