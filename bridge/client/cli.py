@@ -30,6 +30,14 @@ def _port(text: str) -> int:
     return value
 
 
+def _metavar(name: str, annotation: object) -> str:
+    if annotation is int and not name.endswith("port"):
+        return "N"
+    if name.endswith(("interval", "timeout")):
+        return "SECONDS"
+    return name.split("_")[-1].upper()
+
+
 def _settings_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per field of :class:`Settings` (its description is the help); a flag not given
     is left for the environment and the field's default."""
@@ -42,7 +50,7 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
             continue
         default = "" if field.default in (None, PydanticUndefined) else f" ({field.default})"
         parser.add_argument(
-            flag, default=argparse.SUPPRESS, metavar=name.split("_")[-1].upper(),
+            flag, default=argparse.SUPPRESS, metavar=_metavar(name, field.annotation),
             help=f"{field.description}{default}",
         )  # fmt: skip
 
