@@ -122,7 +122,10 @@ class ClientSession:
                         self.channel.receive(), self._handshake_timeout if handshaking else None
                     )
                 except asyncio.TimeoutError:
-                    log.info("client %s did not attach in %g s", self.peer, self._handshake_timeout)
+                    self._end(
+                        f"raydap: closing this connection: it did not attach within "
+                        f"{self._handshake_timeout:g} s (send 'initialize', then 'attach')"
+                    )
                     break
                 except ProtocolError as exc:
                     log.info("client %s sent bad DAP: %s", self.peer, exc)
@@ -270,6 +273,12 @@ class ClientSession:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _end(self, why: str) -> None:
+        """Say why the bridge ends the session, then end it as a debug adapter does."""
+        log.info("client %s: %s", self.peer, why)
+        self._send(event("output", {"category": "important", "output": why + "\n"}))
+        self._send(event("terminated"))
 
     def _fail(self, request: Request, text: str) -> None:
         self._send(error_response(request.seq, request.command, text))

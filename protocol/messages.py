@@ -59,11 +59,11 @@ _MESSAGE = TypeAdapter(Message)
 def parse_message(data: object) -> Request | Response | Event:
     """Validate one decoded JSON value as a DAP message, or raise :class:`ProtocolError`.
 
-    A peer's ``seq`` must be 1 or more (0 is what messages built here carry until their
-    connection numbers them), and no reply is offered to a request without one: it could not
-    name what it answers."""
+    A peer's ``seq`` may be 0 (the spec starts at 1, but nvim-dap for Neovim 0.7 numbers its
+    first request 0 and debugpy accepts it); no reply is offered to a request without a usable
+    ``seq``: it could not name what it answers."""
     try:
-        message = _MESSAGE.validate_python(data)
+        return _MESSAGE.validate_python(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "message"
@@ -75,9 +75,6 @@ def parse_message(data: object) -> Request | Response | Event:
             request_seq=seq if is_request else None,
             command=command if isinstance(command, str) else None,
         ) from None
-    if message.seq < 1:
-        raise ProtocolError(f"not a DAP message: seq must be 1 or more, not {message.seq}")
-    return message
 
 
 def response_to(request: Request, body: Any = None) -> Response:

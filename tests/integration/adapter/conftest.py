@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,18 @@ class Relay:
     port: int
 
 
+def relay_resolver(held: Relay | Upstream) -> Callable[[dict[str, Any]], Awaitable[WorkerFeed]]:
+    """Attach arguments name the one held worker as ``w1``."""
+    upstream = held.upstream if isinstance(held, Relay) else held
+
+    async def resolve(arguments: dict[str, Any]) -> WorkerFeed:
+        if arguments.get("breakpoint") != "w1":
+            raise AttachError(f"no paused worker with id {arguments.get('breakpoint')!r}")
+        return SingleWorker(Worker("w1", upstream))
+
+    return resolve
+
+
 @pytest.fixture
 async def relay(debuggee: Debuggee) -> AsyncIterator[Relay]:
     """The debuggee held (handshake done) and served as breakpoint id ``w1``."""
@@ -36,13 +48,9 @@ async def relay(debuggee: Debuggee) -> AsyncIterator[Relay]:
         await open_tcp_channel("127.0.0.1", debuggee.port), name="w1", request_timeout=2.0
     )
     await upstream.handshake()
-
-    async def resolve(arguments: dict[str, Any]) -> WorkerFeed:
-        if arguments.get("breakpoint") != "w1":
-            raise AttachError(f"no paused worker with id {arguments.get('breakpoint')!r}")
-        return SingleWorker(Worker("w1", upstream))
-
-    listener = DapListener(resolve, lambda: bridge_capabilities(upstream.capabilities))
+    listener = DapListener(
+        relay_resolver(upstream), lambda: bridge_capabilities(upstream.capabilities)
+    )
     host, port = await listener.start("127.0.0.1", 0)
     yield Relay(upstream, host, port)
     await listener.close()

@@ -75,7 +75,10 @@ async def test_random_traffic_gets_valid_replies_and_harms_nobody(
     messages = (HANDSHAKE if attach_first else []) + sent
     payload = b"".join(frame(m) for m in messages) + garbage
     for reply in await exchange(relay, payload):
-        assert schema_errors(reply) == [], reply
+        # A request numbered 0 (as old nvim-dap sends) is answered as debugpy does, naming it
+        # by its own seq, which the schema's minimum of 1 does not foresee.
+        errors = [e for e in schema_errors(reply) if "request_seq: 0 is less than" not in e]
+        assert errors == [], reply
 
     # The worker is still paused and held.
     assert relay.upstream.state is State.STOPPED, (relay.upstream.close_reason, messages)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+from collections.abc import Callable
+from typing import Any
 
-from raydap.adapter import State
+from raydap.adapter import State, bridge_capabilities
 from raydap.bridge.client.dap_client import DapClient
+from raydap.bridge.server.dap_listener import DapListener
+from raydap.protocol import Decoder
 from tests.conftest import Connect
-from tests.integration.adapter.conftest import Debuggee, Relay
+from tests.integration.adapter.conftest import Debuggee, Relay, relay_resolver
 
 
 async def top_frame(client: DapClient, thread_id: int) -> dict:  # type: ignore[type-arg]
@@ -96,6 +101,55 @@ async def test_bad_bytes_close_only_that_connection(relay: Relay, dap_connect: C
 
     frame = await top_frame(good, thread_id)
     assert await evaluate(good, frame["id"], "n") == "20"
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def read_until(
+    reader: asyncio.StreamReader, done: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    """Messages the bridge sends, until ``done`` says enough or the bridge closes."""
+    decoder, seen = Decoder(), []
+    while not done(seen) and (data := await asyncio.wait_for(reader.read(65536), 15)):
+        seen += [message.to_dict() for message in decoder.feed(data)]
+    return seen
+
+
+async def test_a_first_request_numbered_0_is_answered_as_debugpy_does(relay: Relay) -> None:
+    """nvim-dap for Neovim 0.7 (Debian 12) numbers its first request 0."""
+    reader, writer = await asyncio.open_connection(relay.host, relay.port)
+    handshake = [
+        {"seq": 0, "type": "request", "command": "initialize", "arguments": {"adapterID": "x"}},
+        {"seq": 1, "type": "request", "command": "attach", "arguments": {"breakpoint": "w1"}},
+        {"seq": 2, "type": "request", "command": "configurationDone"},
+    ]
+    writer.write(b"".join(frame(m) for m in handshake))
+    seen = await read_until(reader, lambda seen: any(m.get("event") == "stopped" for m in seen))
+    writer.close()
+    answered = {m["request_seq"]: m["success"] for m in seen if m["type"] == "response"}
+    assert answered == {0: True, 1: True, 2: True}
+    assert seen[0]["command"] == "initialize"
+    assert seen[0]["body"]["supportsConfigurationDoneRequest"]
+
+
+async def test_a_client_that_never_attaches_is_told_why_it_is_closed(relay: Relay) -> None:
+    listener = DapListener(
+        relay_resolver(relay), lambda: bridge_capabilities(None), handshake_timeout=0.5
+    )
+    host, port = await listener.start("127.0.0.1", 0)
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(frame({"seq": 1, "type": "request", "command": "initialize"}))
+        seen = await read_until(reader, lambda seen: False)  # until the bridge closes
+        writer.close()
+    finally:
+        await listener.close()
+    said = [m["body"]["output"] for m in seen if m.get("event") == "output"]
+    assert said and "did not attach within 0.5 s" in said[0]
+    assert seen[-1].get("event") == "terminated"
 
 
 async def test_requests_out_of_order_get_errors_that_say_what_to_do(

@@ -111,7 +111,7 @@ def test_garbage_raises_only_protocol_error_and_never_grows(data: bytes) -> None
         (frame(b'{"seq": 1, "type": "request"}'), "command"),
         (frame(b'{"seq": "x", "type": "event", "event": "e"}'), "seq"),
         (frame(b'{"seq": 1, "type": "reply"}'), "not a DAP message"),
-        (frame(b'{"seq": 0, "type": "request", "command": "threads"}'), "seq must be 1"),
+        (frame(b'{"seq": -1, "type": "request", "command": "threads"}'), "seq"),
         (b"Content-Length: 9999999999\r\n\r\n", "over the limit"),
     ],
 )
