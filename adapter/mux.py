@@ -176,8 +176,13 @@ class WorkerMux:
         if self.feed.follows:
             self._say(f"raydap: following {worker.label} ({worker.key})")
         elif worker.upstream.process_event is not None:
-            self._send(worker.upstream.process_event)
-        for stop in list(worker.upstream.stops.values()):
+            self.upstream_event(worker.upstream, worker.upstream.process_event)
+        stops = list(worker.upstream.stops.values())
+        for thread_id in dict.fromkeys((stop.body or {}).get("threadId") for stop in stops):
+            if isinstance(thread_id, int):  # clients learn of threads without asking
+                started = {"reason": "started", "threadId": thread_id}
+                self._send(event("thread", self._to_client(worker, started)))
+        for stop in stops:
             self.upstream_event(worker.upstream, stop)
 
     async def _learn_paths(self, worker: Worker) -> None:
@@ -213,6 +218,8 @@ class WorkerMux:
                 body.setdefault("description", f"Paused in {worker.label}")
             elif name == "continued":
                 body["allThreadsContinued"] = False
+            elif name == "process":  # debugpy names Ray's default_worker.py, as if local
+                body.update(name=worker.label, isLocalProcess=False)
         forwarded = event(name, body)
         self._send(forwarded)
 
@@ -281,9 +288,10 @@ class WorkerMux:
         # rewritten without copying again.
         response = await worker.upstream.request(request.command, arguments)
         if for_client and isinstance(response.body, dict):
-            response = response.model_copy(
-                update={"body": self._to_client(worker, dict(response.body))}
-            )
+            body = self._to_client(worker, dict(response.body))
+            if "allThreadsContinued" in body and self.feed.follows:
+                body["allThreadsContinued"] = False  # the other workers stay stopped
+            response = response.model_copy(update={"body": body})
         return response
 
     async def _broadcast(self, request: Request) -> Response:

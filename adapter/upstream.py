@@ -19,13 +19,11 @@ from typing import Any, Protocol
 
 from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel
+from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
 from raydap.adapter.requests import RequestEngine
 from raydap.protocol import Event, ProtocolError, Request, Response, command, event
 
 log = logging.getLogger(__name__)
-
-#: debugpy's own events, meaningless to an editor talking to the bridge.
-_PRIVATE_EVENTS = frozenset({"debugpySockets", "debugpyWaitingForServer", "initialized"})
 
 
 class UpstreamError(Exception):
@@ -160,9 +158,11 @@ class Upstream:
         goes away and :class:`UpstreamError` if it does not answer in time; either way only
         this request fails.
         """
-        refused = _crashes_debugpy(command, arguments)
+        refused = refusal(command, arguments)
         if refused is not None:
-            return _mend(Response(request_seq=0, success=False, command=command, message=refused))
+            return mend_response(
+                Response(request_seq=0, success=False, command=command, message=refused)
+            )
         key = self.cache.key(command, arguments) if self.state is State.STOPPED else None
         if key is None:
             response = await self._exchange(command, arguments, timeout)
@@ -204,7 +204,7 @@ class Upstream:
         finally:
             if self._observe is not None:
                 self._observe(command, time.perf_counter() - started, ok)
-        return _mend(response)
+        return mend_response(response)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -231,6 +231,7 @@ class Upstream:
             self._resumed(request.args.get("threadId"), response.body)
 
     def _on_event(self, message: Event) -> None:
+        message = mend_event(message)
         name = message.event
         body = message.body if isinstance(message.body, dict) else {}
         if name == "initialized":
@@ -270,7 +271,7 @@ class Upstream:
             # open: the worker is gone all the same.
             self._spawn(self.close("the worker process exited"))
             return
-        if name in _PRIVATE_EVENTS or (name == "output" and body.get("category") == "telemetry"):
+        if name in PRIVATE_EVENTS or (name == "output" and body.get("category") == "telemetry"):
             return
         self._broadcast(message)
         if name == "stopped":
@@ -366,21 +367,3 @@ class Upstream:
     def top_stop(self) -> Event | None:
         """The most recent stop in force, the one a person wants to see first."""
         return next(reversed(self.stops.values()), None)
-
-
-def _crashes_debugpy(command: str, arguments: Any) -> str | None:
-    """Schema-valid requests that debugpy 1.8 cannot take: it raises inside pydevd and drops
-    the worker's connection, for every session sharing it (found by the session fuzzer)."""
-    if command == "setBreakpoints":
-        source = arguments.get("source") if isinstance(arguments, dict) else None
-        if not isinstance(source, dict) or not isinstance(source.get("path"), str):
-            return "debugpy sets breakpoints by file path: source.path is required"
-    return None
-
-
-def _mend(response: Response) -> Response:
-    """debugpy's error responses omit ``body``, which the DAP schema requires."""
-    if not response.success and response.body is None:
-        text = response.message or f"{response.command} failed"
-        response.body = {"error": {"id": 0, "format": text, "showUser": True}}
-    return response

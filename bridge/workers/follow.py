@@ -18,7 +18,7 @@ from raydap.bridge.workers.registry import Change
 class FollowFeed:
     """Every held worker that matches a filter, now and as they pause later.
 
-    A worker joins once it is held and matches (its task name arrives a moment after it is
+    A worker joins once it is held, stopped, and matches (its task name arrives a moment after it is
     held, so a filter on the task may match on a later update); once it leaves the registry
     it may join again at its next pause.
     """
@@ -55,8 +55,10 @@ class FollowFeed:
                 self._offer(change.record)
 
     def _offer(self, record: BreakpointRecord) -> None:
+        """Only a stopped worker joins: one continued a moment ago is still held (the detach
+        grace) but has nothing to show until it stops again, and then it is offered again."""
         upstream = self.holder.upstreams.get(record.id)
-        if record.id in self._joined or upstream is None or upstream.state is State.CLOSED:
+        if record.id in self._joined or upstream is None or upstream.state is not State.STOPPED:
             return
         if self.where.matches(record):
             self._joined.add(record.id)

@@ -28,12 +28,6 @@ DESCRIBE_EVERY, DESCRIBE_FOR = 0.25, 10.0
 Describe = Callable[[str], Awaitable[TaskRow | None]]
 
 
-def exception_type(text: object) -> str:
-    """debugpy's stopped ``text`` is the type name, sometimes with a "(note: ...)" after it."""
-    name = str(text or "").split("(note:", 1)[0].strip()
-    return name or "Exception"
-
-
 class RecordKeeper:
     def __init__(self, registry: Registry, describe: Describe | None = None) -> None:
         self.registry = registry
@@ -55,7 +49,7 @@ class RecordKeeper:
             if body.get("reason") == "exception":
                 update["kind"] = "exception"
                 update["exception"] = ExceptionInfo(
-                    type=exception_type(body.get("text")),
+                    type=str(body.get("text") or "Exception"),
                     message=str(body.get("description") or ""),
                 )
             else:

@@ -107,9 +107,13 @@ async def test_post_mortem_pause_shows_the_exception(
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.attach(breakpoint=record["id"])
     stopped = (await client.wait_event("stopped", timeout=60)).body
-    assert stopped["reason"] == "exception"
+    assert (stopped["reason"], stopped["text"]) == ("exception", "ValueError")
     info = await client.request("exceptionInfo", {"threadId": stopped["threadId"]})
     assert "bad batch 3" in info.body["description"]
+    assert info.body["exceptionId"] == info.body["details"]["typeName"] == "ValueError"
+    process = (await client.wait_event("process")).body
+    assert process["name"] == f"load (pid {record['pid']} on {record['node_ip']})"
+    assert process["isLocalProcess"] is False
     trace = await client.request("stackTrace", {"threadId": stopped["threadId"]})
     assert any(
         f["name"] == "load" and f["line"] == break_line("post_mortem.py", "load")

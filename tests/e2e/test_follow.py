@@ -25,6 +25,12 @@ async def test_one_session_sees_four_ranks_and_the_group_is_evaluated_and_contin
 
     stops = [(await client.wait_event("stopped", timeout=60)).body for _ in range(4)]
     assert len({s["threadId"] for s in stops}) == 4
+    # Each rank was announced by a thread event before its stop.
+    order = [(e.event, (e.body or {}).get("threadId")) for e in client.events]
+    for stop in stops:
+        assert order.index(("thread", stop["threadId"])) < order.index(
+            ("stopped", stop["threadId"])
+        )
     assert all(s["allThreadsStopped"] is False for s in stops)
     threads = (await client.request("threads")).body["threads"]
     assert sorted(t["id"] for t in threads) == sorted(s["threadId"] for s in stops)
@@ -48,8 +54,17 @@ async def test_one_session_sees_four_ranks_and_the_group_is_evaluated_and_contin
     snapshot = [w for w in bridge.get("/api/v1/snapshot")["workers"] if "locals" in w]
     assert sum(1 for w in snapshot if w["stack"][0]["function"] == "step") >= 4
 
+    # Continuing one rank's thread leaves the other three stopped, and the client is told so.
+    first, *others = stops
+    answer = await client.request("continue", {"threadId": first["threadId"]})
+    assert answer.body["allThreadsContinued"] is False
+    still = (await client.request("threads")).body["threads"]
+    assert {t["id"] for t in still} >= {s["threadId"] for s in others}
+    trace = await client.request("stackTrace", {"threadId": others[0]["threadId"]})
+    assert await evaluate(client, trace.body["stackFrames"][0], "1 + 1") == "2"
+
     continued = bridge.post("/api/v1/continue", {"filter": where})["continued"]
-    assert len(continued) == 4
+    assert len(continued) == 3
     seen = {(await client.wait_event("continued")).body["threadId"] for _ in range(4)}
     assert seen == {s["threadId"] for s in stops}
     assert job.result() == "[0, 10, 20, 30]"

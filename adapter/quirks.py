@@ -1,0 +1,58 @@
+"""What debugpy 1.8 does that a client of the bridge must not see.
+
+Each fix here is for something found against a real worker: requests that make pydevd drop the
+worker's connection, error responses without the ``body`` the schema requires, and the note
+debugpy appends to exception names in Ray's post-mortem stops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raydap.protocol import Event, Response
+
+#: debugpy's own events, meaningless to an editor talking to the bridge.
+PRIVATE_EVENTS = frozenset({"debugpySockets", "debugpyWaitingForServer", "initialized"})
+
+
+def refusal(command: str, arguments: Any) -> str | None:
+    """Why a schema-valid request must not reach debugpy, or None. debugpy 1.8 raises inside
+    pydevd on these and drops the worker's connection, for every session sharing it (found by
+    the session fuzzer)."""
+    if command == "setBreakpoints":
+        source = arguments.get("source") if isinstance(arguments, dict) else None
+        if not isinstance(source, dict) or not isinstance(source.get("path"), str):
+            return "debugpy sets breakpoints by file path: source.path is required"
+    return None
+
+
+def exception_name(text: object) -> str:
+    """The exception's type name. In a post-mortem stop debugpy names it
+    ``ValueError       (note: full exception trace is shown but execution is paused at: ...)``,
+    which editors show as the exception's name."""
+    return str(text or "").split("(note:", 1)[0].strip() or "Exception"
+
+
+def mend_event(message: Event) -> Event:
+    """A ``stopped`` event's exception name without debugpy's note (fresh from the wire, so
+    changed in place before anyone shares it)."""
+    body = message.body
+    if message.event == "stopped" and isinstance(body, dict) and "(note:" in str(body.get("text")):
+        body["text"] = exception_name(body["text"])
+    return message
+
+
+def mend_response(response: Response) -> Response:
+    """An error response gets the ``body`` the schema requires (debugpy omits it); an
+    ``exceptionInfo`` answer names the exception without debugpy's note."""
+    body = response.body
+    if not response.success and body is None:
+        text = response.message or f"{response.command} failed"
+        response.body = {"error": {"id": 0, "format": text, "showUser": True}}
+    elif response.command == "exceptionInfo" and isinstance(body, dict):
+        if "(note:" in str(body.get("exceptionId")):
+            body["exceptionId"] = exception_name(body["exceptionId"])
+        details = body.get("details")
+        if isinstance(details, dict) and "(note:" in str(details.get("typeName")):
+            details["typeName"] = exception_name(details["typeName"])
+    return response

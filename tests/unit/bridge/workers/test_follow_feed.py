@@ -1,0 +1,39 @@
+"""Which held workers join a follow session: a scripted debugpy stands in for the worker, so
+the worker can be continued and stopped at will."""
+
+from __future__ import annotations
+
+import time
+
+from raydap.adapter import State, Worker
+from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.follow import FollowFeed
+from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.registry import Registry
+from raydap.protocol import event
+from tests.unit.adapter.peer import held_peer, until
+
+
+async def test_a_worker_continued_a_moment_ago_joins_only_at_its_next_stop() -> None:
+    registry = Registry()
+    holder = Holder(registry)
+    async with held_peer() as (peer, upstream):
+        record = BreakpointRecord(id="w1", node_ip="127.0.0.1", paused_since=time.time())
+        holder.upstreams["w1"] = upstream
+        await upstream.request("continue", {"threadId": 1})
+        assert upstream.state is State.RUNNING  # still held: the detach grace
+        registry.put(record.model_copy(update={"state": "running"}))
+
+        joined: list[Worker] = []
+        feed = FollowFeed(holder, WorkerFilter())
+        feed.start(joined.append)
+        assert joined == []
+
+        peer.write(event("stopped", {"reason": "breakpoint", "threadId": 1}))
+        await until(lambda: upstream.state is State.STOPPED)
+        registry.put(record.model_copy(update={"state": "held"}))
+        await until(lambda: bool(joined))
+        assert [w.key for w in joined] == ["w1"]
+        feed.stop()
+    await holder.close()
