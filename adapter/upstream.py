@@ -80,7 +80,7 @@ class Upstream:
         self._initialized = asyncio.Event()
         self._first_stop = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
-        self._detaching = False
+        self._detaching = ""  # why, while detaching
         self._background: set[asyncio.Future[Any]] = set()
 
     # -- life cycle -------------------------------------------------------------------------
@@ -131,14 +131,19 @@ class Upstream:
             attach.cancel()
             raise
 
-    async def detach(self) -> None:
-        """Disconnect without killing the worker; debugpy then resumes it."""
+    async def detach(self, reason: str = "detached") -> None:
+        """Disconnect without killing the worker; debugpy then resumes it. ``reason`` is what
+        its clients are told."""
         if self.state is State.CLOSED:
             return
-        self._detaching = True
+        self._detaching = reason
         with contextlib.suppress(UpstreamError, asyncio.TimeoutError):
             await self.request("disconnect", {"terminateDebuggee": False}, timeout=2.0)
-        await self.close("detached")
+        await self.close(reason)
+
+    def announce(self, text: str) -> None:
+        """Tell every client something about this worker (an ``output`` event)."""
+        self._broadcast(event("output", {"category": "console", "output": text + "\n"}))
 
     async def close(self, reason: str) -> None:
         await self.channel.close()
@@ -222,7 +227,7 @@ class Upstream:
         finally:
             with contextlib.suppress(Exception):
                 await self.channel.close()
-            self._closed("detached" if self._detaching else reason)
+            self._closed(self._detaching or reason)
 
     def _on_answer(self, request: Request, response: Response) -> None:
         # Applied here, in wire order: the worker may stop again right after resuming, and

@@ -41,6 +41,8 @@ class TaskRow(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
+    task_id: str | None = None
+    attempt_number: int = 0
     name: str | None = None
     func_or_class_name: str | None = None
     state: str | None = None
@@ -81,6 +83,15 @@ class DashboardClient:
         tasks: list[TaskRow] = [_validate(TaskRow, row) for row in rows]
         running = [t for t in tasks if t.state == "RUNNING"]
         return (running or tasks)[-1] if tasks else None
+
+    async def task_state(self, task_id: str) -> str | None:
+        """The state of a task's latest attempt (``RUNNING``, ``FINISHED``, ``FAILED`` ...),
+        or None while the dashboard does not list it."""
+        where = {"filter_keys": "task_id", "filter_predicates": "=", "filter_values": task_id}
+        rows = await self._state_rows("/api/v0/tasks", {**where, "limit": "100"})
+        tasks: list[TaskRow] = [_validate(TaskRow, row) for row in rows]
+        latest = max(tasks, key=lambda t: t.attempt_number, default=None)
+        return latest.state if latest else None
 
     async def _state_rows(self, path: str, query: dict[str, str]) -> list[Any]:
         data = await self._get_json(path, {"detail": "1", **query})

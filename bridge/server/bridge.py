@@ -56,6 +56,7 @@ class Bridge:
         self.holder = Holder(
             self.registry,
             describe=self.dashboard.running_task,
+            task_state=self.dashboard.task_state,
             request_timeout=settings.request_timeout,
             hold_timeout=settings.hold_timeout,
             observe_request=self.metrics.worker_request,

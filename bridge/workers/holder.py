@@ -21,6 +21,7 @@ from raydap.bridge.workers.keeper import Describe, RecordKeeper
 from raydap.bridge.workers.policy import HoldPolicy
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import LookupFailed, Registry
+from raydap.bridge.workers.task_end import TaskEndWatch, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +51,16 @@ class Holder:
         hold_timeout: float | None = None,
         detach_grace: float = 1.0,
         observe_request: Callable[[str, float, bool], None] | None = None,
+        task_state: TaskState | None = None,
     ) -> None:
+        """``task_state`` (the dashboard's) lets sessions end when their task returns."""
         self.registry = registry
         self._observe_request = observe_request
         self.handshake_timeout = handshake_timeout
         self.request_timeout = request_timeout
         self.keeper = RecordKeeper(registry, describe)
         self.policy = HoldPolicy(hold_timeout=hold_timeout, detach_grace=detach_grace)
+        self.task_end = TaskEndWatch(registry, task_state) if task_state else None
         self.upstreams: dict[str, Upstream] = {}
         self._holding: dict[str, asyncio.Future[Upstream]] = {}
         self._failed_at: dict[str, float] = {}
@@ -166,6 +170,8 @@ class Holder:
             return
         self.policy.update(rid, upstream)
         self.keeper.update(rid, upstream)
+        if self.task_end is not None:
+            self.task_end.update(rid, upstream)
 
     # -- client side ------------------------------------------------------------------------
 
@@ -220,3 +226,5 @@ class Holder:
             task.cancel()
         await self.policy.close()
         await self.keeper.close()
+        if self.task_end is not None:
+            await self.task_end.close()

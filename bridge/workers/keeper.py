@@ -45,6 +45,7 @@ class RecordKeeper:
         if state == "held" and record.state != "held" and stop is not None:
             if record.state == "running":  # a later stop; the first keeps its discovery time
                 update["paused_since"] = time.time()
+                update["task_id"] = None  # it may be another task now: named again below
             body = stop.body if isinstance(stop.body, dict) else {}
             if body.get("reason") == "exception":
                 update["kind"] = "exception"
@@ -79,6 +80,7 @@ class RecordKeeper:
             return
         name = task.name or task.func_or_class_name
         update = {
+            "task_id": task.task_id,
             "job_id": task.job_id,
             "task_name": name,
             "actor_id": task.actor_id,

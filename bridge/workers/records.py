@@ -30,6 +30,8 @@ class BreakpointRecord(BaseModel):
     state: RecordState = "discovered"
     job_id: str | None = None
     task_name: str | None = None
+    #: The task it is paused in (None until the dashboard lists it).
+    task_id: str | None = None
     actor_id: str | None = None
     actor_class: str | None = None
     node_id: str | None = None

@@ -14,7 +14,7 @@ import pytest
 
 from raydap.bridge.client.dap_client import DapClient
 from tests.conftest import Connect
-from tests.e2e.conftest import BridgeProcess, Job, break_line
+from tests.e2e.conftest import BridgeProcess, Job, break_line, stop_job
 
 pytestmark = pytest.mark.e2e
 
@@ -284,3 +284,33 @@ async def test_the_terminal_client_inspects_and_leaves_the_worker_paused(
     assert bridge.records(job.job_id)[0]["state"] == "held"  # q leaves it paused
     bridge.post(f"/api/v1/breakpoints/{record['id']}/continue")
     assert job.result() == "49"
+
+
+async def test_a_session_ends_when_its_task_returns_and_an_actors_session_when_the_job_ends(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    """Ray keeps a worker alive after its task returns: the session must not just show a
+    running thread forever."""
+    job = run_job("returns_then_waits.py")
+    records = {r["task_name"]: r for r in bridge.wait_records(job.job_id, count=2)}
+    sessions = {}
+    for name in ("square", "Counter.step"):
+        sessions[name] = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await sessions[name].attach(breakpoint=records[name]["id"])
+        stopped = (await sessions[name].wait_event("stopped", timeout=60)).body
+        await sessions[name].request("continue", {"threadId": stopped["threadId"]})
+    assert job.process.stdout is not None
+    assert job.process.stdout.readline().strip() == "RESULT [49, 3]"
+
+    task_session, actor_session = sessions["square"], sessions["Counter.step"]
+    await task_session.wait_event("terminated", timeout=30)
+    said = "".join(e.body["output"] for e in task_session.events if e.event == "output")
+    assert "task square finished; nothing more stops in this session" in said
+    returned = await actor_session.wait_event(
+        "output", where=lambda e: "Counter.step finished" in e.body["output"], timeout=30
+    )
+    assert "the actor lives on" in returned.body["output"]
+    assert not any(e.event == "terminated" for e in actor_session.events)
+
+    stop_job(job)  # the job ends: its actor exits, and so does the session
+    await actor_session.wait_event("terminated", timeout=60)

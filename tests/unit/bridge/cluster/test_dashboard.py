@@ -71,6 +71,18 @@ async def test_running_task_prefers_the_running_row(dashboard) -> None:  # type:
     assert task is not None and (task.name, task.actor_id) == ("Counter.incr", "e2")
 
 
+async def test_task_state_is_the_latest_attempts(dashboard) -> None:  # type: ignore[no-untyped-def]
+    client, answers = dashboard
+    rows = [
+        {"task_id": "t1", "attempt_number": 1, "state": "FINISHED"},
+        {"task_id": "t1", "attempt_number": 0, "state": "FAILED"},
+    ]
+    answers["/api/v0/tasks"] = web.json_response(state_answer(rows))
+    assert await client.task_state("t1") == "FINISHED"
+    answers["/api/v0/tasks"] = web.json_response(state_answer([]))
+    assert await client.task_state("t1") is None
+
+
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [
