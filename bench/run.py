@@ -9,6 +9,9 @@ P3b uncached requests (``evaluate`` of distinct expressions): bridge / direct
 P4  scale, with simulated workers (bench/fake_cluster.py): hold 1,000, follow them, continue
 P5  an idle bridge: RSS and CPU
 
+P2-P3b run directly against debugpy, and through the bridge over TCP, WebSocket, and
+``raydap dap`` (the stdio adapter editors start, a process per session).
+
 Direct and bridge figures for P2-P3b come from the same program (bench/debuggee.py) under the
 same debugpy; the bridge reaches its copy through a fake dashboard that lists it. ``--smoke``
 runs every stage briefly, to check the harness (CI), not to measure.
@@ -33,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from raydap.adapter import StreamChannel
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 
@@ -185,23 +189,57 @@ async def p2_p3(rounds: int) -> dict[str, Any]:
         record_id = (await until(held, 30))[0]["id"]
         figures: dict[str, Any] = {}
         ws_url = http_url.replace("http://", "ws://") + "/dap"
-        for side, where, args in (
+        stdio = StdioAdapter(http_url)
+        sides: list[tuple[str, int | str | StdioAdapter, dict[str, Any]]] = [
             ("direct", direct_port, {"justMyCode": False}),
             ("bridge_tcp", dap_port, {"breakpoint": record_id}),
             ("bridge_ws", ws_url, {"breakpoint": record_id}),
-        ):
-            figures[side] = await _attach_and_ask(where, args, rounds)
+            ("bridge_stdio", stdio, {"breakpoint": record_id}),
+        ]
+        try:
+            for side, where, args in sides:
+                figures[side] = await _attach_and_ask(where, args, rounds)
+        finally:
+            await stdio.close()
     return figures
 
 
-async def _connect(where: int | str) -> DapClient:
-    """A DAP client on a TCP port, or on a ``ws://`` URL."""
+class StdioAdapter:
+    """``raydap dap`` processes, as editors start them, relaying to the bridge at ``url``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.processes: list[asyncio.subprocess.Process] = []
+
+    async def connect(self) -> DapClient:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "raydap.bridge", "dap",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env=dict(os.environ, RAYDAP_URL=self.url),
+        )  # fmt: skip
+        self.processes.append(child)
+        assert child.stdout is not None and child.stdin is not None
+        return DapClient(StreamChannel(child.stdout, child.stdin, peer="raydap dap"))
+
+    async def close(self) -> None:
+        for child in self.processes:
+            if child.returncode is None:
+                child.kill()
+            await child.wait()
+
+
+async def _connect(where: int | str | StdioAdapter) -> DapClient:
+    """A DAP client on a TCP port, a ``ws://`` URL, or through ``raydap dap``."""
+    if isinstance(where, StdioAdapter):
+        return await where.connect()
     if isinstance(where, str):
         return await DapClient.connect_websocket(where)
     return await DapClient.connect("127.0.0.1", where)
 
 
-async def _attach_and_ask(where: int | str, args: dict[str, Any], rounds: int) -> dict[str, Any]:
+async def _attach_and_ask(
+    where: int | str | StdioAdapter, args: dict[str, Any], rounds: int
+) -> dict[str, Any]:
     attaches = []
     for _ in range(rounds):
         start = time.perf_counter()
@@ -290,6 +328,8 @@ async def p5_idle(window: float) -> dict[str, Any]:
 def _measures(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     """(measure, result, target, met) for every target of the issue."""
     direct, tcp, ws = r["p2_p3"]["direct"], r["p2_p3"]["bridge_tcp"], r["p2_p3"]["bridge_ws"]
+    stdio = r["p2_p3"]["bridge_stdio"]
+    added = round(stdio["read_only"]["p50_ms"] - tcp["read_only"]["p50_ms"], 3)
     p1, p4, p5 = r["p1"], r["p4"], r["p5"]
     attach, read, uncached = tcp["attach"], tcp["read_only"], tcp["uncached"]
     return [
@@ -304,6 +344,9 @@ def _measures(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
          f"{read['p50_ms']} ms (direct {direct['read_only']['p50_ms']} ms)",
          "≤ 1 ms", read["p50_ms"] <= 1),
         ("P2 over WebSocket", f"{ws['attach']['p50_ms']} ms", "-", True),
+        ("P2 through `raydap dap` (its start included)", f"{stdio['attach']['p50_ms']} ms",
+         "-", True),
+        ("P3 through `raydap dap`, added to TCP", f"{added} ms", "≤ 1 ms", added <= 1),
         ("P3 over WebSocket", f"{ws['read_only']['p50_ms']} ms", "-", True),
         ("P3b uncached over WebSocket",
          f"{round(ws['uncached']['p50_ms'] / direct['uncached']['p50_ms'], 3)}", "-", True),

@@ -103,6 +103,20 @@ def build_parser() -> argparse.ArgumentParser:
     attach = commands.add_parser("attach", help="debug one paused worker in this terminal")
     attach.add_argument("id", help="worker id or unique prefix")
 
+    dap = commands.add_parser(
+        "dap",
+        help="a debug adapter on stdin/stdout for any editor (ssh HEAD raydap dap ...)",
+        description="Speak DAP on stdin/stdout, relayed to the bridge on this machine (found "
+        "through its connection file, token included). Editors start it as an executable "
+        "debug adapter, also over SSH.",
+    )
+    target = dap.add_mutually_exclusive_group()
+    target.add_argument("--breakpoint", metavar="ID", help="attach to this paused worker")
+    target.add_argument(
+        "--follow", nargs="?", const="", metavar="FILTER",
+        help="follow workers as they pause: all, or job=ID,task=GLOB,actor=ID,node=IP",
+    )  # fmt: skip
+
     demo = commands.add_parser("demo", help="run a local example end to end")
     demo.add_argument("--headless", action="store_true", help="attach, inspect, continue, check")
     demo.add_argument("--port", type=_port, default=7800, help="HTTP port (7800; 0 picks)")
@@ -119,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {
         "serve": cmd_serve, "list": cmd_list, "continue": cmd_continue, "eval": cmd_eval,
         "snapshot": cmd_snapshot, "doctor": cmd_doctor, "attach": cmd_attach, "demo": cmd_demo,
+        "dap": cmd_dap,
     }[args.command]  # fmt: skip
     try:
         return int(handler(args))
@@ -275,6 +290,28 @@ def cmd_attach(args: argparse.Namespace) -> int:
     target = api.target
     dap_port = target.dap_port or int(api.get("/healthz")["dap_port"])
     return asyncio.run(run_terminal(target.host, dap_port, args.id, target.token))
+
+
+def cmd_dap(args: argparse.Namespace) -> int:
+    from raydap.bridge.client import stdio_adapter as adapter
+
+    try:
+        target: dict[str, object] = {}
+        if args.breakpoint:
+            target["breakpoint"] = args.breakpoint
+        elif args.follow is not None:
+            target["follow"] = adapter.parse_follow(args.follow)
+    except adapter.BadFollowFilter as exc:
+        print(f"raydap: {exc}", file=sys.stderr)
+        return 2
+    try:
+        api = ApiClient()
+        bridge = api.target
+        dap_port = bridge.dap_port or int(api.get("/healthz")["dap_port"])
+    except BridgeUnavailable as exc:
+        return asyncio.run(adapter.refuse(None, None, str(exc)))
+    defaults = adapter.AttachDefaults(bridge.token, target)
+    return asyncio.run(adapter.relay(bridge.host, dap_port, defaults, bridge.ssl_context()))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -1,0 +1,189 @@
+"""``raydap dap``: a debug adapter on stdin/stdout that relays to the bridge on this machine.
+
+Editors start debug adapters as programs (nvim-dap's ``executable``, VS Code's
+``DebugAdapterExecutable``, Emacs, vimspector, Helix, Zed, JetBrains), so
+``ssh head raydap dap --follow job=02000000`` is a debug adapter for any of them: SSH
+authenticates the person, and the bridge's token comes from its connection file, so there is
+no tunnel to open and nothing to paste.
+
+What the bridge sends is copied byte for byte. What the editor sends is parsed only to add, to
+``attach``, the token and the worker (``--breakpoint``) or filter (``--follow``) the command line
+names, where the editor's configuration does not say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from ssl import SSLContext
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from raydap.bridge.workers.filters import WorkerFilter
+from raydap.protocol import Decoder, ProtocolError, Request, encode, error_response, event
+
+
+class BadFollowFilter(ValueError):
+    """A ``--follow`` value that is not a filter; the message says what one looks like."""
+
+
+def parse_follow(text: str) -> dict[str, str] | bool:
+    """``--follow``'s value: empty for every worker, ``job=02000000,task=train*``, or JSON."""
+    text = text.strip()
+    if not text:
+        return True
+    try:
+        pairs: Any = (
+            json.loads(text)
+            if text.startswith("{")
+            else dict(part.split("=", 1) for part in text.split(",") if part.strip())
+        )
+        return WorkerFilter.model_validate(pairs).model_dump(exclude_none=True) or True
+    except (ValueError, ValidationError):
+        raise BadFollowFilter(
+            f"--follow {text!r} is not a filter: use job=ID,task=GLOB,actor=ID,node=IP "
+            'or JSON such as {"job": "02000000"}'
+        ) from None
+
+
+@dataclass(frozen=True)
+class AttachDefaults:
+    """What ``attach`` gets when the editor's configuration does not say."""
+
+    token: str | None = None
+    target: dict[str, Any] = field(default_factory=dict)  # {"breakpoint": id} or {"follow": ...}
+
+    def apply(self, message: Request) -> Request:
+        if message.command != "attach":
+            return message
+        arguments = dict(message.args)
+        if self.token is not None:
+            arguments.setdefault("token", self.token)
+        if "breakpoint" not in arguments and "follow" not in arguments:
+            arguments.update(self.target)
+        return message.model_copy(update={"arguments": arguments})
+
+
+class Reader(Protocol):
+    async def read(self, n: int) -> bytes: ...
+
+
+class Writer(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+class _FileReader:
+    """stdin that is a regular file (not a pipe, socket or terminal), read in a thread."""
+
+    async def read(self, n: int) -> bytes:
+        return await asyncio.get_running_loop().run_in_executor(None, os.read, 0, n)
+
+
+class _FileWriter:
+    """stdout that is a regular file: written directly (it never blocks for long)."""
+
+    def write(self, data: bytes) -> None:
+        sys.stdout.buffer.write(data)
+
+    async def drain(self) -> None:
+        sys.stdout.buffer.flush()
+
+
+async def _stdio() -> tuple[Reader, Writer]:
+    """stdin and stdout as asyncio streams (editors and SSH give pipes)."""
+    loop = asyncio.get_running_loop()
+    reader: Reader
+    writer: Writer
+    try:
+        stream = asyncio.StreamReader(limit=2**20)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), sys.stdin)
+        reader = stream
+    except ValueError:
+        reader = _FileReader()
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, sys.stdout
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    except ValueError:
+        writer = _FileWriter()
+    return reader, writer
+
+
+async def _editor_to_bridge(
+    editor: Reader,
+    bridge: asyncio.StreamWriter,
+    to_editor: Writer,
+    defaults: AttachDefaults,
+) -> None:
+    decoder = Decoder()
+    while data := await editor.read(256 * 1024):
+        try:
+            messages = decoder.feed(data)
+        except ProtocolError as exc:
+            if exc.request_seq is not None:
+                reply = error_response(exc.request_seq, exc.command or "?", str(exc))
+                to_editor.write(encode(reply, 0))
+            print(f"raydap dap: the editor sent bad DAP: {exc}", file=sys.stderr)
+            return
+        for message in messages:
+            if isinstance(message, Request):
+                message = defaults.apply(message)
+            bridge.write(encode(message, message.seq))
+        await bridge.drain()
+
+
+async def _bridge_to_editor(bridge: asyncio.StreamReader, editor: Writer) -> None:
+    while data := await bridge.read(256 * 1024):
+        editor.write(data)
+        await editor.drain()
+
+
+async def relay(
+    host: str, port: int, defaults: AttachDefaults, ssl: SSLContext | None = None
+) -> int:
+    """Serve the editor on stdin/stdout until either side closes."""
+    editor_in, editor_out = await _stdio()
+    try:
+        bridge_in, bridge_out = await asyncio.open_connection(host, port, ssl=ssl, limit=2**20)
+    except OSError as exc:
+        return await refuse(editor_in, editor_out, f"cannot reach the bridge's DAP port: {exc}")
+    sides = [
+        asyncio.create_task(_editor_to_bridge(editor_in, bridge_out, editor_out, defaults)),
+        asyncio.create_task(_bridge_to_editor(bridge_in, editor_out)),
+    ]
+    try:
+        await asyncio.wait(sides, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for side in sides:
+            side.cancel()
+        bridge_out.close()
+        with contextlib.suppress(Exception):
+            await editor_out.drain()
+    return 0
+
+
+async def refuse(editor_in: Reader | None, editor_out: Writer | None, why: str) -> int:
+    """No bridge to relay to: answer the editor's first request with why (an editor shows an
+    error response; a bare exit is just "adapter exited"), then end the session."""
+    print(f"raydap dap: {why}", file=sys.stderr)
+    if editor_in is None or editor_out is None:
+        editor_in, editor_out = await _stdio()
+    decoder = Decoder()
+    with contextlib.suppress(ProtocolError):
+        while data := await editor_in.read(65536):
+            requests = [m for m in decoder.feed(data) if isinstance(m, Request)]
+            if requests:
+                first = requests[0]
+                reply = error_response(first.seq, first.command, f"raydap: {why}")
+                editor_out.write(encode(reply, 1) + encode(event("terminated"), 2))
+                await editor_out.drain()
+                break
+    return 1
