@@ -56,7 +56,9 @@ class WorkerFeed(Protocol):
     #: True for a follow session, which outlives its workers; False for a single worker.
     follows: bool
 
-    def start(self, join: Callable[[Worker], None]) -> None: ...
+    def start(self, join: Callable[[Worker], None], end: Callable[[str], None]) -> None:
+        """Hand workers to ``join`` as they come; ``end(why)`` once no more can come."""
+        ...
 
     def stop(self) -> None: ...
 
@@ -69,8 +71,8 @@ class SingleWorker:
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
 
-    def start(self, join: Callable[[Worker], None]) -> None:
-        join(self.worker)
+    def start(self, join: Callable[[Worker], None], end: Callable[[str], None]) -> None:
+        join(self.worker)  # it ends when its worker leaves
 
     def stop(self) -> None:
         pass
@@ -128,7 +130,13 @@ class WorkerMux:
     # -- workers coming and going -----------------------------------------------------------
 
     def start(self) -> None:
-        self.feed.start(self._on_join)
+        self.feed.start(self._on_join, self._on_end)
+
+    def _on_end(self, why: str) -> None:
+        """The feed can offer no more workers (a followed job has ended)."""
+        if not self._closed:
+            self._say(f"raydap: {why}")
+            self._send(event("terminated"))
 
     def close(self) -> None:
         self._closed = True

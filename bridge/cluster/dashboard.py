@@ -93,6 +93,14 @@ class DashboardClient:
         latest = max(tasks, key=lambda t: t.attempt_number, default=None)
         return latest.state if latest else None
 
+    async def job_status(self, job_id: str) -> str | None:
+        """A job's status (``RUNNING``, ``SUCCEEDED``, ``FAILED``, ``STOPPED`` ...), drivers
+        started by hand included, or None while the dashboard does not list it."""
+        where = {"filter_keys": "job_id", "filter_predicates": "=", "filter_values": job_id}
+        rows = await self._state_rows("/api/v0/jobs", {**where, "limit": "10"})
+        statuses = [row.get("status") for row in rows if isinstance(row, dict)]
+        return next((str(s) for s in statuses if s), None)
+
     async def _state_rows(self, path: str, query: dict[str, str]) -> list[Any]:
         data = await self._get_json(path, {"detail": "1", **query})
         try:

@@ -69,7 +69,7 @@ class Bridge:
             interval=settings.poll_interval,
             observe=self.metrics.discovery_poll,
         )
-        self.resolve = functools.partial(resolve, self.holder)
+        self.resolve = functools.partial(resolve, self.holder, job_status=self.dashboard.job_status)
         self.auth = Authenticator(tokens_for(settings))
         self.audit = AuditLog(settings.audit_log)
         self.dap = DapListener(

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from raydap.adapter import AttachError, SingleWorker, State, Worker, WorkerFeed
+from raydap.bridge.cluster.dashboard import DashboardError
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Change
+
+#: A job's status as the dashboard reports it (``RUNNING``, ``SUCCEEDED`` ...), or None.
+JobStatus = Callable[[str], Awaitable[str | None]]
+JOB_ENDED = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 
 
 class FollowFeed:
@@ -25,26 +30,51 @@ class FollowFeed:
 
     follows = True
 
-    def __init__(self, holder: Holder, where: WorkerFilter) -> None:
+    def __init__(
+        self,
+        holder: Holder,
+        where: WorkerFilter,
+        job_status: JobStatus | None = None,
+        every: float = 1.0,
+    ) -> None:
+        """With ``job_status`` (the dashboard's), following one job ends when the job does."""
         self.holder = holder
         self.where = where
+        self._job_status = job_status
+        self._every = every
         self._joined: set[str] = set()
         self._join: Callable[[Worker], None] = lambda worker: None
         self._changes: asyncio.Queue[Change] | None = None
-        self._watcher: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
-    def start(self, join: Callable[[Worker], None]) -> None:
+    def start(self, join: Callable[[Worker], None], end: Callable[[str], None]) -> None:
         self._join = join
         self._changes = self.holder.registry.subscribe()
-        self._watcher = asyncio.create_task(self._watch(self._changes))
+        self._tasks.append(asyncio.create_task(self._watch(self._changes)))
+        if self.where.job is not None and self._job_status is not None:
+            self._tasks.append(asyncio.create_task(self._until_job_ends(self.where.job, end)))
         for record in self.holder.registry.records():
             self._offer(record)
 
     def stop(self) -> None:
         if self._changes is not None:
             self.holder.registry.unsubscribe(self._changes)
-        if self._watcher is not None:
-            self._watcher.cancel()
+        for task in self._tasks:
+            task.cancel()
+
+    async def _until_job_ends(self, job: str, end: Callable[[str], None]) -> None:
+        """Ask the dashboard until the job has ended and none of its workers is held."""
+        assert self._job_status is not None
+        while True:
+            await asyncio.sleep(self._every)
+            try:
+                status = await self._job_status(job)
+            except DashboardError:
+                continue
+            held = any(r.job_id == job for r in self.holder.registry.records())
+            if status in JOB_ENDED and not held:
+                end(f"job {job} has ended ({status.lower()}); nothing more stops in it")
+                return
 
     async def _watch(self, changes: asyncio.Queue[Change]) -> None:
         while True:
@@ -83,7 +113,9 @@ def follow_filter(arguments: dict[str, Any]) -> WorkerFilter:
     raise AttachError('"follow" is true or a filter such as {"job": "02000000", "task": "train*"}')
 
 
-async def resolve(holder: Holder, arguments: dict[str, Any]) -> WorkerFeed:
+async def resolve(
+    holder: Holder, arguments: dict[str, Any], job_status: JobStatus | None = None
+) -> WorkerFeed:
     """``breakpoint`` attaches to one worker; ``follow`` (or neither) follows many."""
     wanted = arguments.get("breakpoint")
     if wanted is not None:
@@ -91,4 +123,4 @@ async def resolve(holder: Holder, arguments: dict[str, Any]) -> WorkerFeed:
             raise AttachError('"breakpoint" is a worker id or its prefix (`raydap list`)')
         record_id, upstream = await holder.held_worker(wanted)
         return SingleWorker(Worker(record_id, upstream))
-    return FollowFeed(holder, follow_filter(arguments))
+    return FollowFeed(holder, follow_filter(arguments), job_status)

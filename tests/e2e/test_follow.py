@@ -68,6 +68,9 @@ async def test_one_session_sees_four_ranks_and_the_group_is_evaluated_and_contin
     seen = {(await client.wait_event("continued")).body["threadId"] for _ in range(4)}
     assert seen == {s["threadId"] for s in stops}
     assert job.result() == "[0, 10, 20, 30]"
+    await client.wait_event("terminated", timeout=30)  # following that job is over
+    said = "".join(e.body["output"] for e in client.events if e.event == "output")
+    assert f"job {job.job_id} has ended (succeeded)" in said
 
 
 async def test_successive_breakpoints_stop_one_session_that_was_waiting_for_them(

@@ -83,6 +83,15 @@ async def test_task_state_is_the_latest_attempts(dashboard) -> None:  # type: ig
     assert await client.task_state("t1") is None
 
 
+async def test_job_status(dashboard) -> None:  # type: ignore[no-untyped-def]
+    client, answers = dashboard
+    row = {"job_id": "01000000", "status": "SUCCEEDED", "type": "DRIVER"}
+    answers["/api/v0/jobs"] = web.json_response(state_answer([row]))
+    assert await client.job_status("01000000") == "SUCCEEDED"
+    answers["/api/v0/jobs"] = web.json_response(state_answer([]))
+    assert await client.job_status("01000000") is None
+
+
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [

@@ -27,7 +27,7 @@ async def test_a_worker_continued_a_moment_ago_joins_only_at_its_next_stop() -> 
 
         joined: list[Worker] = []
         feed = FollowFeed(holder, WorkerFilter())
-        feed.start(joined.append)
+        feed.start(joined.append, lambda why: None)
         assert joined == []
 
         peer.write(event("stopped", {"reason": "breakpoint", "threadId": 1}))
