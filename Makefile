@@ -13,6 +13,7 @@ EXT_STAMP   := $(EXT)/node_modules/.installed
 TOOLS       := .tools
 NODE24_DIR  := $(TOOLS)/node24
 CODE_SERVER := $(TOOLS)/code-server/node_modules/.bin/code-server
+DAP_CLIENTS := $(TOOLS)/dap-clients/node_modules/@vscode/debugadapter-testsupport
 APT_PACKAGES := chromium libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev
 NPM_INSTALL := npm install --no-audit --no-fund --no-save --loglevel=error
 
@@ -75,8 +76,13 @@ vsix: $(EXT)/raydap.vsix
 $(EXT)/raydap.vsix: $(EXT_STAMP) $(wildcard $(EXT)/src/*.ts) $(EXT)/package.json $(EXT)/README.md
 	cd $(EXT) && npm run --silent package
 
-## What the editor test needs: Chromium (apt), Node 24 and code-server (npm), under .tools/.
-e2e-tools: $(TOOLS)/.apt $(CODE_SERVER)
+## What the editor tests need: Chromium (apt), Node 24, code-server and Microsoft's DebugClient
+## (npm), under .tools/. (Neovim comes from PyPI with the test extras; nvim-dap from ../shared.)
+e2e-tools: $(TOOLS)/.apt $(CODE_SERVER) $(DAP_CLIENTS)
+
+$(DAP_CLIENTS):
+	$(NPM_INSTALL) --prefix $(TOOLS)/dap-clients @vscode/debugadapter-testsupport@1.68.0
+	touch $@
 
 $(TOOLS)/.apt:
 	@mkdir -p $(TOOLS)
