@@ -34,6 +34,8 @@ class WorkerRow(BaseModel):
     debugger_port: int | None = None
     num_paused_threads: int = 0
     is_alive: bool = True
+    #: ``WORKER`` or ``DRIVER`` (a ``breakpoint()`` in the job's driver script).
+    worker_type: str | None = None
 
 
 class TaskRow(BaseModel):
@@ -49,6 +51,19 @@ class TaskRow(BaseModel):
     job_id: str | None = None
     actor_id: str | None = None
     worker_id: str | None = None
+
+
+class ActorRow(BaseModel):
+    """One row of ``/api/v0/actors``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    actor_id: str
+    class_name: str = ""
+    name: str = ""
+    job_id: str | None = None
+    node_id: str | None = None
+    pid: int | None = None
 
 
 class DashboardClient:
@@ -83,6 +98,14 @@ class DashboardClient:
         tasks: list[TaskRow] = [_validate(TaskRow, row) for row in rows]
         running = [t for t in tasks if t.state == "RUNNING"]
         return (running or tasks)[-1] if tasks else None
+
+    async def actor_in(self, pid: int, node_id: str | None) -> ActorRow | None:
+        """The live actor whose process is ``pid`` on that node (Serve replicas and Train
+        workers run their code outside any task the dashboard lists as running)."""
+        where = {"filter_keys": "pid", "filter_predicates": "=", "filter_values": str(pid)}
+        rows = await self._state_rows("/api/v0/actors", {**where, "limit": "100"})
+        actors: list[ActorRow] = [_validate(ActorRow, row) for row in rows]
+        return next((a for a in actors if node_id in (None, a.node_id)), None)
 
     async def task_state(self, task_id: str) -> str | None:
         """The state of a task's latest attempt (``RUNNING``, ``FINISHED``, ``FAILED`` ...),
@@ -152,7 +175,7 @@ def _json(body: bytes) -> Any:
         raise DashboardError(f"dashboard answer is not JSON: {exc}") from None
 
 
-def _validate(model: type[WorkerRow] | type[TaskRow], row: Any) -> Any:
+def _validate(model: type[BaseModel], row: Any) -> Any:
     try:
         return model.model_validate(row)
     except ValidationError as exc:

@@ -55,7 +55,7 @@ class Bridge:
         )
         self.holder = Holder(
             self.registry,
-            describe=self.dashboard.running_task,
+            ray_state=self.dashboard,
             task_state=self.dashboard.task_state,
             request_timeout=settings.request_timeout,
             hold_timeout=settings.hold_timeout,

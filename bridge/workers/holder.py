@@ -17,7 +17,8 @@ from typing import Any
 
 from raydap.adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
 from raydap.bridge.cluster.discovery import PausedWorker
-from raydap.bridge.workers.keeper import Describe, RecordKeeper
+from raydap.bridge.workers.keeper import RecordKeeper
+from raydap.bridge.workers.naming import RayState
 from raydap.bridge.workers.policy import HoldPolicy
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import LookupFailed, Registry
@@ -45,7 +46,7 @@ class Holder:
         self,
         registry: Registry,
         *,
-        describe: Describe | None = None,
+        ray_state: RayState | None = None,
         handshake_timeout: float = 10.0,
         request_timeout: float = 30.0,
         hold_timeout: float | None = None,
@@ -58,7 +59,7 @@ class Holder:
         self._observe_request = observe_request
         self.handshake_timeout = handshake_timeout
         self.request_timeout = request_timeout
-        self.keeper = RecordKeeper(registry, describe)
+        self.keeper = RecordKeeper(registry, ray_state)
         self.policy = HoldPolicy(hold_timeout=hold_timeout, detach_grace=detach_grace)
         self.task_end = TaskEndWatch(registry, task_state) if task_state else None
         self.upstreams: dict[str, Upstream] = {}
@@ -94,6 +95,7 @@ class Holder:
             node_ip=worker.ip,
             pid=worker.pid,
             worker_id=worker.worker_id,
+            worker_type=worker.worker_type,
             debugger_port=worker.debugger_port,
             paused_since=paused.seen_at,
         )

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from raydap.adapter import State, Upstream, UpstreamError
-from raydap.bridge.cluster.dashboard import DashboardError, TaskRow
+from raydap.bridge.cluster.dashboard import DashboardError
+from raydap.bridge.workers.naming import RayState, describe
 from raydap.bridge.workers.records import ExceptionInfo, Location
 from raydap.bridge.workers.registry import Registry
 
@@ -24,14 +24,11 @@ log = logging.getLogger(__name__)
 #: just paused may not be listed yet: ask again this often, for this long.
 DESCRIBE_EVERY, DESCRIBE_FOR = 0.25, 10.0
 
-#: What the task running on a worker is (the dashboard's answer), or None if not known yet.
-Describe = Callable[[str], Awaitable[TaskRow | None]]
-
 
 class RecordKeeper:
-    def __init__(self, registry: Registry, describe: Describe | None = None) -> None:
+    def __init__(self, registry: Registry, ray: RayState | None = None) -> None:
         self.registry = registry
-        self._describe = describe
+        self._ray = ray
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def update(self, rid: str, upstream: Upstream) -> None:
@@ -61,34 +58,26 @@ class RecordKeeper:
         self.registry.put(record.model_copy(update=update))
 
     async def _name_task(self, rid: str, upstream: Upstream) -> None:
-        """Fill in job, task and actor from the dashboard once it lists the running task."""
-        record = self.registry.get(rid)
-        if self._describe is None or record is None or record.worker_id is None:
+        """Fill in job, task and actor once Ray reports them (:mod:`.naming`)."""
+        if self._ray is None:
             return
         deadline = time.monotonic() + DESCRIBE_FOR
-        task: TaskRow | None = None
-        while time.monotonic() < deadline:
+        while (record := self.registry.get(rid)) is not None:
+            last_try = time.monotonic() >= deadline
             try:
-                task = await self._describe(record.worker_id)
+                names = await describe(record, self._ray, upstream, last_try=last_try)
             except DashboardError as exc:
-                log.debug("cannot name the task of %s yet: %s", rid, exc)
-            if task is not None and task.state == "RUNNING":
-                break
+                log.debug("cannot name %s yet: %s", rid, exc)
+                names = None
+            current = self.registry.get(rid)
+            if names is not None and current is not None:
+                named = current.model_copy(update=names)
+                self.registry.put(named)
+                upstream.name = named.label  # clients' messages about it name the task
+                return
+            if last_try:
+                return
             await asyncio.sleep(DESCRIBE_EVERY)
-        record = self.registry.get(rid)
-        if task is None or record is None:
-            return
-        name = task.name or task.func_or_class_name
-        update = {
-            "task_id": task.task_id,
-            "job_id": task.job_id,
-            "task_name": name,
-            "actor_id": task.actor_id,
-            "actor_class": name.split(".", 1)[0] if task.actor_id and name else None,
-        }
-        named = record.model_copy(update=update)
-        self.registry.put(named)
-        upstream.name = named.label  # clients' messages about it name the task
 
     async def _locate(self, rid: str, upstream: Upstream) -> None:
         """Ask the worker for its top frame, so lists can show file:line and function."""

@@ -38,6 +38,8 @@ class BreakpointRecord(BaseModel):
     node_ip: str
     pid: int | None = None
     worker_id: str | None = None
+    #: ``WORKER``, or ``DRIVER`` for a ``breakpoint()`` in the job's driver script.
+    worker_type: str | None = None
     debugger_port: int | None = None
     paused_since: float
     location: Location | None = None

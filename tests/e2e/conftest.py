@@ -77,7 +77,7 @@ class BridgeProcess:
 
     def wait_records(
         self,
-        job_id: str,
+        job_id: str | None,
         count: int = 1,
         timeout: float = 60,
         where: Callable[[dict[str, Any]], bool] = lambda r: (

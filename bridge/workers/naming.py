@@ -1,0 +1,97 @@
+"""What to call a paused worker, from what Ray reports about it.
+
+Most workers run a task or actor method the dashboard lists as ``RUNNING``: they are named by
+it (``train_step``, ``Counter.step``). Some run their code outside any listed task: a Ray Train
+worker runs the training function in a thread of its own after ``run_train_fn`` returned, and a
+Serve replica handles requests without task events. They are named by their actor (Train: the
+paused function and the worker's rank; Serve: application, deployment and replica). A
+``breakpoint()`` in the job's driver script is ``driver``.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from typing import Any, Protocol
+
+from raydap.adapter import Upstream, UpstreamError
+from raydap.bridge.cluster.dashboard import ActorRow, TaskRow
+from raydap.bridge.workers.records import BreakpointRecord
+
+SERVE_PREFIX = "ServeReplica:"
+TRAIN_WORKER = "RayTrainWorker"
+#: Evaluated in a paused Train worker's frame: its world rank.
+TRAIN_RANK = "__import__('ray.train', fromlist=['get_context']).get_context().get_world_rank()"
+
+
+class RayState(Protocol):
+    """The dashboard's answers naming needs."""
+
+    async def running_task(self, worker_id: str) -> TaskRow | None: ...
+
+    async def actor_in(self, pid: int, node_id: str | None) -> ActorRow | None: ...
+
+
+async def describe(
+    record: BreakpointRecord, ray: RayState, upstream: Upstream, *, last_try: bool = False
+) -> dict[str, Any] | None:
+    """The record's naming fields, or None while Ray has not reported enough (ask again). On
+    the last try, a worker with no running task is named by the last task it ran."""
+    if record.worker_type == "DRIVER" and record.worker_id:
+        return {"task_name": "driver", "job_id": record.worker_id[:8]}
+    if record.worker_id is None:
+        return None
+    task = await ray.running_task(record.worker_id)
+    if task is not None and task.state == "RUNNING":
+        return _from_task(task)
+    actor = await ray.actor_in(record.pid, record.node_id) if record.pid else None
+    if actor is not None and actor.class_name.startswith(SERVE_PREFIX):
+        return _serve_replica(actor)
+    if actor is not None and actor.class_name == TRAIN_WORKER:
+        return await _train_worker(actor, record, upstream)
+    return _from_task(task) if last_try and task is not None else None
+
+
+def _from_task(task: TaskRow) -> dict[str, Any]:
+    name = task.name or task.func_or_class_name
+    return {
+        "task_id": task.task_id,
+        "job_id": task.job_id,
+        "task_name": name,
+        "actor_id": task.actor_id,
+        "actor_class": name.split(".", 1)[0] if task.actor_id and name else None,
+    }
+
+
+def _serve_replica(actor: ActorRow) -> dict[str, Any]:
+    """``ServeReplica:app:Deployment`` named ``SERVE_REPLICA::app#Deployment#replica``."""
+    app_deployment = actor.class_name.removeprefix(SERVE_PREFIX).replace(":", "/")
+    replica = actor.name.rsplit("#", 1)[-1] if "#" in actor.name else actor.actor_id[:8]
+    return {
+        "task_name": f"serve {app_deployment} replica {replica}",
+        "job_id": actor.job_id,
+        "actor_id": actor.actor_id,
+        "actor_class": actor.class_name,
+    }
+
+
+async def _train_worker(
+    actor: ActorRow, record: BreakpointRecord, upstream: Upstream
+) -> dict[str, Any]:
+    """``train_func rank 1``: the paused function and the worker's world rank (asked of the
+    worker itself, read-only)."""
+    function, rank = "train", "?"
+    with contextlib.suppress(UpstreamError, IndexError, ValueError, SyntaxError):
+        _, frames = await upstream.stack(levels=1)
+        function = str(frames[0].get("name") or function)
+        answer = await upstream.request(
+            "evaluate", {"expression": TRAIN_RANK, "frameId": frames[0]["id"], "context": "watch"}
+        )
+        if answer.success:
+            rank = str(ast.literal_eval(str((answer.body or {}).get("result"))))
+    return {
+        "task_name": f"{function} rank {rank}",
+        "job_id": actor.job_id,
+        "actor_id": actor.actor_id,
+        "actor_class": TRAIN_WORKER,
+    }
