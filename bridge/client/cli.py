@@ -294,6 +294,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 def cmd_dap(args: argparse.Namespace) -> int:
     from raydap.bridge.client import stdio_adapter as adapter
+    from raydap.bridge.workers.filters import BadFilter
 
     try:
         target: dict[str, object] = {}
@@ -301,8 +302,8 @@ def cmd_dap(args: argparse.Namespace) -> int:
             target["breakpoint"] = args.breakpoint
         elif args.follow is not None:
             target["follow"] = adapter.parse_follow(args.follow)
-    except adapter.BadFollowFilter as exc:
-        print(f"raydap: {exc}", file=sys.stderr)
+    except BadFilter as exc:
+        print(f"raydap: --follow {exc}", file=sys.stderr)
         return 2
     try:
         api = ApiClient()

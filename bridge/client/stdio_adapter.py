@@ -15,40 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import sys
 from dataclasses import dataclass, field
 from ssl import SSLContext
 from typing import Any, Protocol
 
-from pydantic import ValidationError
-
-from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.filters import parse_filter
 from raydap.protocol import Decoder, ProtocolError, Request, encode, error_response, event
 
 
-class BadFollowFilter(ValueError):
-    """A ``--follow`` value that is not a filter; the message says what one looks like."""
-
-
 def parse_follow(text: str) -> dict[str, str] | bool:
-    """``--follow``'s value: empty for every worker, ``job=02000000,task=train*``, or JSON."""
-    text = text.strip()
-    if not text:
-        return True
-    try:
-        pairs: Any = (
-            json.loads(text)
-            if text.startswith("{")
-            else dict(part.split("=", 1) for part in text.split(",") if part.strip())
-        )
-        return WorkerFilter.model_validate(pairs).model_dump(exclude_none=True) or True
-    except (ValueError, ValidationError):
-        raise BadFollowFilter(
-            f"--follow {text!r} is not a filter: use job=ID,task=GLOB,actor=ID,node=IP "
-            'or JSON such as {"job": "02000000"}'
-        ) from None
+    """``--follow``'s value as the attach argument: empty for every worker,
+    ``job=02000000,task=train*``, or JSON. Raises :class:`BadFilter`."""
+    return parse_filter(text).model_dump(exclude_none=True) or True
 
 
 @dataclass(frozen=True)

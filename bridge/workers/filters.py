@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from fnmatch import fnmatchcase
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.bridge.workers.records import BreakpointRecord
 
@@ -31,3 +33,24 @@ class WorkerFilter(BaseModel):
         return self.node is None or (
             record.node_ip == self.node or (record.node_id or "").startswith(self.node)
         )
+
+
+class BadFilter(ValueError):
+    """Text that is not a filter; the message says what one looks like."""
+
+
+def parse_filter(text: str) -> WorkerFilter:
+    """A filter written as text: ``job=02000000,task=train*``, JSON, or empty for every
+    worker (command lines, and editors whose configurations hold only strings, as Helix's)."""
+    text = text.strip()
+    try:
+        if text.startswith("{"):
+            fields: Any = json.loads(text)
+        else:
+            fields = dict(part.strip().split("=", 1) for part in text.split(",") if part.strip())
+        return WorkerFilter.model_validate(fields)
+    except (ValueError, ValidationError):
+        raise BadFilter(
+            f"{text!r} is not a filter: use job=ID,task=GLOB,actor=ID,node=IP "
+            'or JSON such as {"job": "02000000"}'
+        ) from None

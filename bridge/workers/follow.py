@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from raydap.adapter import AttachError, SingleWorker, State, Worker, WorkerFeed
 from raydap.bridge.cluster.dashboard import DashboardError
-from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.filters import BadFilter, WorkerFilter, parse_filter
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Change
@@ -96,10 +96,16 @@ class FollowFeed:
 
 
 def follow_filter(arguments: dict[str, Any]) -> WorkerFilter:
-    """The ``follow`` attach argument: ``true``, absent, or a filter object."""
+    """The ``follow`` attach argument: ``true``, absent, a filter object, or a filter as text
+    (``"job=02000000,task=train*"``, for editors whose configurations hold only strings)."""
     follow = arguments.get("follow", True)
     if follow is True:
         return WorkerFilter()
+    if isinstance(follow, str):
+        try:
+            return parse_filter(follow)
+        except BadFilter as exc:
+            raise AttachError(f'bad "follow": {exc}') from None
     if isinstance(follow, dict):
         try:
             return WorkerFilter.model_validate(follow)

@@ -2,7 +2,8 @@
 
 import pytest
 
-from raydap.bridge.client.stdio_adapter import AttachDefaults, BadFollowFilter, parse_follow
+from raydap.bridge.client.stdio_adapter import AttachDefaults, parse_follow
+from raydap.bridge.workers.filters import BadFilter
 from raydap.protocol import Request
 
 
@@ -21,7 +22,7 @@ def test_follow_filters(text: str, expected: object) -> None:
 
 @pytest.mark.parametrize("text", ["job", "rank=3", '{"job": 5}', "{", "job=" + "x" * 300])
 def test_a_bad_follow_filter_says_what_one_looks_like(text: str) -> None:
-    with pytest.raises(BadFollowFilter, match="job=ID,task=GLOB"):
+    with pytest.raises(BadFilter, match="job=ID,task=GLOB"):
         parse_follow(text)
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 
-from raydap.adapter import State, Worker
+import pytest
+
+from raydap.adapter import AttachError, State, Worker
 from raydap.bridge.workers.filters import WorkerFilter
-from raydap.bridge.workers.follow import FollowFeed
+from raydap.bridge.workers.follow import FollowFeed, follow_filter
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
@@ -37,3 +39,12 @@ async def test_a_worker_continued_a_moment_ago_joins_only_at_its_next_stop() -> 
         assert [w.key for w in joined] == ["w1"]
         feed.stop()
     await holder.close()
+
+
+def test_follow_takes_a_filter_as_text_for_editors_whose_configurations_hold_strings() -> None:
+    assert follow_filter({"follow": "job=02000000,task=train*"}) == WorkerFilter(
+        job="02000000", task="train*"
+    )
+    assert follow_filter({"follow": ""}) == WorkerFilter()
+    with pytest.raises(AttachError, match="is not a filter: use job=ID"):
+        follow_filter({"follow": "rank=1"})
