@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from raydap.adapter import State, Upstream
 from raydap.bridge.cluster.dashboard import DashboardError
@@ -29,51 +28,64 @@ ENDED = {"FINISHED": "finished", "FAILED": "failed"}
 
 
 class TaskEndWatch:
-    def __init__(self, registry: Registry, task_state: TaskState, every: float = 1.0) -> None:
+    """One loop for every watched worker, asking about at most ``per_round`` of them each
+    round (so a thousand running ranks cost the dashboard 20 requests a second, not 1,000)."""
+
+    def __init__(
+        self, registry: Registry, task_state: TaskState, every: float = 1.0, per_round: int = 20
+    ) -> None:
         self.registry = registry
         self.every = every
+        self.per_round = per_round
         self._task_state = task_state
-        self._watching: set[str] = set()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._watched: dict[str, Upstream] = {}
+        self._loop: asyncio.Task[None] | None = None
 
     def update(self, rid: str, upstream: Upstream) -> None:
         """The worker's state changed: watch it while it runs with clients attached."""
-        if upstream.state is State.RUNNING and upstream.clients and rid not in self._watching:
-            self._watching.add(rid)
-            task = asyncio.create_task(self._watch(rid, upstream))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        if upstream.state is State.RUNNING and upstream.clients:
+            self._watched[rid] = upstream
+            if self._loop is None or self._loop.done():
+                self._loop = asyncio.create_task(self._watch())
+        else:
+            self._watched.pop(rid, None)
 
-    async def _watch(self, rid: str, upstream: Upstream) -> None:
+    async def _watch(self) -> None:
+        while self._watched:
+            await asyncio.sleep(self.every)
+            batch = list(self._watched.items())[: self.per_round]
+            for rid, _ in batch:  # the rest go first next round
+                self._watched[rid] = self._watched.pop(rid)
+            await asyncio.gather(*(self._check(rid, upstream) for rid, upstream in batch))
+
+    async def _check(self, rid: str, upstream: Upstream) -> None:
+        record = self.registry.get(rid)
+        if upstream.state is not State.RUNNING or not upstream.clients or record is None:
+            self._watched.pop(rid, None)  # stopped again, unwatched, or gone
+            return
+        if record.task_id is None:
+            return  # not named yet
         try:
-            while upstream.state is State.RUNNING and upstream.clients:
-                await asyncio.sleep(self.every)
-                record = self.registry.get(rid)
-                if record is None or record.task_id is None or upstream.state is not State.RUNNING:
-                    continue
-                try:
-                    state = await self._task_state(record.task_id)
-                except DashboardError as exc:
-                    log.debug("cannot tell whether the task of %s ended: %s", rid, exc)
-                    continue
-                if state not in ENDED or upstream.state is not State.RUNNING:
-                    continue
-                task = record.task_name or "its task"
-                if record.actor_id is not None:
-                    upstream.announce(
-                        f"raydap: {task} {ENDED[state]}; the actor lives on, and its next "
-                        f"breakpoint stops here ({record.label})"
-                    )
-                else:
-                    log.info("%s: task %s %s; letting go", rid, task, ENDED[state])
-                    await upstream.detach(
-                        f"task {task} {ENDED[state]}; nothing more stops in this session "
-                        "(the worker process lives on, idle, for Ray to reuse)"
-                    )
-                return
-        finally:
-            self._watching.discard(rid)
+            state = await self._task_state(record.task_id)
+        except DashboardError as exc:
+            log.debug("cannot tell whether the task of %s ended: %s", rid, exc)
+            return
+        if state not in ENDED or upstream.state is not State.RUNNING or not upstream.clients:
+            return
+        self._watched.pop(rid, None)
+        task = record.task_name or "its task"
+        if record.actor_id is not None:
+            upstream.announce(
+                f"raydap: {task} {ENDED[state]}; the actor lives on, and its next "
+                f"breakpoint stops here ({record.label})"
+            )
+            return
+        log.info("%s: task %s %s; letting go", rid, task, ENDED[state])
+        await upstream.detach(
+            f"task {task} {ENDED[state]}; nothing more stops in this session "
+            "(the worker process lives on, idle, for Ray to reuse)"
+        )
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        if self._loop is not None:
+            self._loop.cancel()
