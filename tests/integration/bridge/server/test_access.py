@@ -144,7 +144,9 @@ async def test_silent_connections_are_closed_and_connections_are_capped(
     secured: BridgeProcess,
 ) -> None:
     reader, writer = await asyncio.open_connection(secured.dap_host, secured.dap_port)
-    assert await asyncio.wait_for(reader.read(), 5) == b""  # no attach within 1 s: closed
+    said = await asyncio.wait_for(reader.read(), 5)  # no attach within 1 s: told, then closed
+    assert b"it did not attach within 1 s" in said and said.endswith(b'"type":"event"}')
+    assert b'"event":"terminated"' in said
     writer.close()
 
     held = [await asyncio.open_connection(secured.dap_host, secured.dap_port) for _ in range(6)]
