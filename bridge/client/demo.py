@@ -154,9 +154,11 @@ def _explain(bridge: Bridge, example_id: str) -> None:
               debugger: {{"type": "debugpy", "request": "attach", "connect": {{"host":
               "127.0.0.1", "port": {dap_port}}}, "breakpoint": "{example_id}",
               "token": "{token}"}}  (leave out "breakpoint" to follow all three)
-  any DAP client: connect to 127.0.0.1:{dap_port} and send
+  any DAP client: start `{raydap} dap --breakpoint {example_id}` as its debug
+              adapter (stdin/stdout; `ssh HOST raydap dap` from another machine; no
+              token needed), or connect to 127.0.0.1:{dap_port} and send
               {{"command": "attach", "arguments": {{"breakpoint": "{example_id}",
-              "token": "{token}"}}}}
+              "token": "{token}"}}}}   (docs/clients.md: every editor)
 
 The job finishes once all three are continued ({raydap} continue --all).
 Ctrl-C stops the demo."""
