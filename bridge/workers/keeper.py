@@ -14,7 +14,7 @@ from typing import Any
 
 from raydap.adapter import State, Upstream, UpstreamError
 from raydap.bridge.cluster.dashboard import DashboardError
-from raydap.bridge.workers.naming import RayState, describe
+from raydap.bridge.workers.naming import Namer, RayState
 from raydap.bridge.workers.records import ExceptionInfo, Location
 from raydap.bridge.workers.registry import Registry
 
@@ -28,7 +28,7 @@ DESCRIBE_EVERY, DESCRIBE_FOR = 0.25, 10.0
 class RecordKeeper:
     def __init__(self, registry: Registry, ray: RayState | None = None) -> None:
         self.registry = registry
-        self._ray = ray
+        self._namer = Namer(ray) if ray is not None else None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def update(self, rid: str, upstream: Upstream) -> None:
@@ -59,13 +59,13 @@ class RecordKeeper:
 
     async def _name_task(self, rid: str, upstream: Upstream) -> None:
         """Fill in job, task and actor once Ray reports them (:mod:`.naming`)."""
-        if self._ray is None:
+        if self._namer is None:
             return
         deadline = time.monotonic() + DESCRIBE_FOR
         while (record := self.registry.get(rid)) is not None:
             last_try = time.monotonic() >= deadline
             try:
-                names = await describe(record, self._ray, upstream, last_try=last_try)
+                names = await self._namer.describe(record, upstream, last_try=last_try)
             except DashboardError as exc:
                 log.debug("cannot name %s yet: %s", rid, exc)
                 names = None

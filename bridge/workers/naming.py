@@ -32,24 +32,49 @@ class RayState(Protocol):
     async def actor_in(self, pid: int, node_id: str | None) -> ActorRow | None: ...
 
 
-async def describe(
-    record: BreakpointRecord, ray: RayState, upstream: Upstream, *, last_try: bool = False
-) -> dict[str, Any] | None:
-    """The record's naming fields, or None while Ray has not reported enough (ask again). On
-    the last try, a worker with no running task is named by the last task it ran."""
-    if record.worker_type == "DRIVER" and record.worker_id:
-        return {"task_name": "driver", "job_id": record.worker_id[:8]}
-    if record.worker_id is None:
-        return None
-    task = await ray.running_task(record.worker_id)
-    if task is not None and task.state == "RUNNING":
-        return _from_task(task)
-    actor = await ray.actor_in(record.pid, record.node_id) if record.pid else None
-    if actor is not None and actor.class_name.startswith(SERVE_PREFIX):
-        return _serve_replica(actor)
-    if actor is not None and actor.class_name == TRAIN_WORKER:
-        return await _train_worker(actor, record, upstream)
-    return _from_task(task) if last_try and task is not None else None
+class Namer:
+    """Names workers. Which actor a process hosts is asked until found, then remembered (an
+    actor's process hosts only it), since a thousand ranks pausing together already cost the
+    dashboard one task query each poll; a process with no actor yet may be given one later."""
+
+    #: Processes whose actor is remembered, at most (then it starts afresh).
+    MAX_REMEMBERED = 10_000
+
+    def __init__(self, ray: RayState) -> None:
+        self.ray = ray
+        self._actors: dict[str, ActorRow] = {}
+
+    async def describe(
+        self, record: BreakpointRecord, upstream: Upstream, *, last_try: bool = False
+    ) -> dict[str, Any] | None:
+        """The record's naming fields, or None while Ray has not reported enough (ask
+        again). On the last try, a worker with no running task is named by its last task."""
+        if record.worker_type == "DRIVER" and record.worker_id:
+            return {"task_name": "driver", "job_id": record.worker_id[:8]}
+        if record.worker_id is None:
+            return None
+        task = await self.ray.running_task(record.worker_id)
+        if task is not None and task.state == "RUNNING":
+            return _from_task(task)
+        actor = await self._actor(record)
+        if actor is not None and actor.class_name.startswith(SERVE_PREFIX):
+            return _serve_replica(actor)
+        if actor is not None and actor.class_name == TRAIN_WORKER:
+            return await _train_worker(actor, upstream)
+        return _from_task(task) if last_try and task is not None else None
+
+    async def _actor(self, record: BreakpointRecord) -> ActorRow | None:
+        if record.pid is None:
+            return None
+        key = record.worker_id or ""  # unique per process, unlike a pid
+        actor = self._actors.get(key)
+        if actor is None:
+            actor = await self.ray.actor_in(record.pid, record.node_id)
+            if actor is not None:
+                if len(self._actors) >= self.MAX_REMEMBERED:
+                    self._actors.clear()
+                self._actors[key] = actor
+        return actor
 
 
 def _from_task(task: TaskRow) -> dict[str, Any]:
@@ -75,9 +100,7 @@ def _serve_replica(actor: ActorRow) -> dict[str, Any]:
     }
 
 
-async def _train_worker(
-    actor: ActorRow, record: BreakpointRecord, upstream: Upstream
-) -> dict[str, Any]:
+async def _train_worker(actor: ActorRow, upstream: Upstream) -> dict[str, Any]:
     """``train_func rank 1``: the paused function and the worker's world rank (asked of the
     worker itself, read-only)."""
     function, rank = "train", "?"
