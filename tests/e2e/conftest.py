@@ -29,6 +29,18 @@ JOBS = Path(__file__).with_name("jobs")
 pytestmark = pytest.mark.e2e
 
 
+def require_tools(*paths: Path, make: str = "make e2e-tools") -> None:
+    """Skip when an editor or client the test drives is not installed; ``make test`` sets
+    RAYDAP_REQUIRE_EDITOR_TESTS=1, so in CI a missing tool fails instead."""
+    missing = [str(p) for p in paths if not p.exists()]
+    if not missing:
+        return
+    reason = f"run `{make}` first; missing: {', '.join(missing)}"
+    if os.environ.get("RAYDAP_REQUIRE_EDITOR_TESTS"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[LocalRay]:
     with LocalRay(num_cpus=8) as head:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import BridgeProcess, Job, break_line
+from tests.e2e.conftest import BridgeProcess, Job, break_line, require_tools
 
 pytestmark = pytest.mark.e2e
 
@@ -31,16 +31,6 @@ DAP_CLIENTS = ROOT / ".tools" / "dap-clients"
 NVIM_DAP = ROOT.parent / "shared" / "clients" / "nvim-dap"
 RAYDAP = Path(sys.executable).with_name("raydap")
 NVIM = Path(sys.executable).with_name("nvim")
-
-
-def require(*paths: Path) -> None:
-    missing = [str(p) for p in paths if not p.exists()]
-    if not missing:
-        return
-    reason = f"DAP client missing (make e2e-tools installs them): {', '.join(missing)}"
-    if os.environ.get("RAYDAP_REQUIRE_EDITOR_TESTS"):
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 def run_client(command: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -54,7 +44,7 @@ def run_client(command: list[str], env: dict[str, str] | None = None) -> dict[st
 
 
 def debug_client(bridge: BridgeProcess, mode: str, scenario: str, **config: str) -> Any:
-    require(DAP_CLIENTS / "node_modules" / "@vscode" / "debugadapter-testsupport")
+    require_tools(DAP_CLIENTS / "node_modules" / "@vscode" / "debugadapter-testsupport")
     node = shutil.which("node")
     assert node, "node is not on PATH"
     config |= {"clients": str(DAP_CLIENTS), "port": bridge.dap_port, "raydap": str(RAYDAP),
@@ -90,7 +80,7 @@ def test_debugclient_follows_a_job(
 
 
 def nvim_dap(bridge: BridgeProcess, scenario: str, target: str) -> Any:
-    require(NVIM, NVIM_DAP / "lua" / "dap.lua")
+    require_tools(NVIM, NVIM_DAP / "lua" / "dap.lua")
     script = str(CLIENTS / "nvim_dap.lua")
     command = [str(NVIM), "--clean", "--headless", "-l", script, str(NVIM_DAP), str(RAYDAP)]
     return run_client([*command, scenario, target], {"RAYDAP_URL": bridge.url})

@@ -28,7 +28,16 @@ import pytest
 
 from raydap.bridge.client.local_ray import LocalRay, free_port, stop_process_tree
 
-from .conftest import JOBS, BridgeProcess, Job, start_bridge, start_job, stop_bridge, stop_job
+from .conftest import (
+    JOBS,
+    BridgeProcess,
+    Job,
+    require_tools,
+    start_bridge,
+    start_job,
+    stop_bridge,
+    stop_job,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / ".tools"
@@ -38,16 +47,6 @@ VSIX = REPO / "vscode-ext" / "raydap.vsix"
 DRIVER = REPO / "vscode-ext" / "test" / "e2e" / "drive.mjs"
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 TOKEN = "editor-e2e-secret-7f3a"
-
-
-def _require_tools() -> None:
-    missing = [str(p) for p in (NODE, CODE_SERVER, VSIX, CHROMIUM) if not p.exists()]
-    if not missing:
-        return
-    reason = f"run `make e2e-tools vsix` first; missing: {', '.join(missing)}"
-    if os.environ.get("RAYDAP_REQUIRE_EDITOR_TESTS"):
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 @dataclass
@@ -83,7 +82,7 @@ def editor_bridge(editor_ray: LocalRay, tmp_path: Path) -> Iterator[BridgeProces
 @pytest.fixture
 def editor(tmp_path: Path, editor_bridge: BridgeProcess) -> Iterator[Editor]:
     """code-server with the extension installed in fresh profile directories."""
-    _require_tools()
+    require_tools(NODE, CODE_SERVER, VSIX, CHROMIUM, make="make e2e-tools vsix")
     home = tmp_path / "code-server"
     user = home / "data" / "User"
     user.mkdir(parents=True)
