@@ -24,6 +24,7 @@ from raydap.adapter.requests import RequestEngine
 from raydap.protocol import Event, ProtocolError, Request, Response, command, event
 
 log = logging.getLogger(__name__)
+_ATTACH = {"justMyCode": False, "subProcess": False, "showReturnValue": True}
 
 
 class UpstreamError(Exception):
@@ -97,7 +98,8 @@ class Upstream:
         post-mortem stop only if the ``uncaught`` exception filter was set before
         ``configurationDone``. ``justMyCode`` must be false: Ray stops the worker with
         ``pydevd.settrace`` called from Ray's own (library) frame, and with ``justMyCode`` true
-        debugpy never reports that stop.
+        debugpy never reports that stop. ``showReturnValue`` (VS Code's default) lists a
+        function's return value after stepping out of it, for every client of the worker.
         """
         if self._reader is None:
             self.start()
@@ -116,9 +118,7 @@ class Upstream:
             timeout=timeout,
         )
         self.capabilities = dict(initialize.body or {})
-        attach = asyncio.ensure_future(
-            self.request("attach", {"justMyCode": False, "subProcess": False}, timeout=timeout)
-        )
+        attach = asyncio.ensure_future(self.request("attach", _ATTACH, timeout=timeout))
         try:
             await asyncio.wait_for(self._initialized.wait(), timeout)
             await self.request(

@@ -100,8 +100,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--address", help="Ray GCS address HOST:PORT (default: RAY_ADDRESS, local)")
 
-    attach = commands.add_parser("attach", help="debug one paused worker in this terminal")
-    attach.add_argument("id", help="worker id or unique prefix")
+    attach = commands.add_parser(
+        "attach",
+        help="a pdb for paused workers in this terminal",
+        description="pdb's commands on a paused worker, through the bridge (h lists them). "
+        "With --follow, like `ray debug`: wait for the next paused worker, and after `c` go on "
+        "to the next one, until Ctrl-C. A legacy pdb breakpoint (pdb-...) is relayed as is.",
+    )
+    chosen = attach.add_mutually_exclusive_group(required=True)
+    chosen.add_argument("id", nargs="?", help="worker id or unique prefix (`raydap list`)")
+    chosen.add_argument(
+        "--follow", nargs="?", const="", metavar="FILTER",
+        help="every worker as it pauses: all, or job=ID,task=GLOB,actor=ID,node=IP",
+    )  # fmt: skip
 
     dap = commands.add_parser(
         "dap",
@@ -284,12 +295,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    from raydap.bridge.client.terminal import run_terminal
+    from raydap.bridge.client.pdb import console, legacy
+    from raydap.bridge.client.stdio_adapter import parse_follow
+    from raydap.bridge.workers.filters import BadFilter
 
     api = ApiClient()
-    target = api.target
-    dap_port = target.dap_port or int(api.get("/healthz")["dap_port"])
-    return asyncio.run(run_terminal(target.host, dap_port, args.id, target.token))
+    bridge = api.target
+    if args.follow is not None:
+        try:
+            target: dict[str, object] = {"follow": parse_follow(args.follow)}
+        except BadFilter as exc:
+            print(f"raydap: --follow {exc}", file=sys.stderr)
+            return 2
+    elif args.id.startswith("pdb-"):
+        return legacy.relay(bridge, args.id)
+    else:
+        target = {"breakpoint": args.id}
+    dap_port = bridge.dap_port or int(api.get("/healthz")["dap_port"])
+    return console.run_terminal(bridge.host, dap_port, target, bridge.token, bridge.ssl_context())
 
 
 def cmd_dap(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""A small DAP client of the bridge: for ``raydap demo --headless`` and ``raydap attach``."""
+"""A small DAP client of the bridge: for ``raydap demo --headless``, ``raydap attach`` and tests."""
 
 from __future__ import annotations
 
@@ -138,6 +138,17 @@ class DapClient:
             return found
 
         return await asyncio.wait_for(wait(), timeout)
+
+    async def wait_more(self, seen: int, timeout: float | None = None) -> None:
+        """Until more than ``seen`` events have arrived, or the connection is closed."""
+
+        async def wait() -> None:
+            while len(self.events) <= seen and not self.closed:
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                await waiter
+
+        await asyncio.wait_for(wait(), timeout)
 
     async def attach(
         self,

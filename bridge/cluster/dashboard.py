@@ -124,6 +124,13 @@ class DashboardClient:
         statuses = [row.get("status") for row in rows if isinstance(row, dict)]
         return next((str(s) for s in statuses if s), None)
 
+    async def node_ip(self, node_id: str) -> str | None:
+        """The address a node registered with Ray, or None while the dashboard does not list it."""
+        where = {"filter_keys": "node_id", "filter_predicates": "=", "filter_values": node_id}
+        rows = await self._state_rows("/api/v0/nodes", {**where, "limit": "10"})
+        found = [row.get("node_ip") for row in rows if isinstance(row, dict)]
+        return next((str(ip) for ip in found if isinstance(ip, str) and ip), None)
+
     async def _state_rows(self, path: str, query: dict[str, str]) -> list[Any]:
         data = await self._get_json(path, {"detail": "1", **query})
         try:

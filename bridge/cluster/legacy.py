@@ -7,11 +7,13 @@ Ray's legacy debugger writes one ``RAY_PDB_<uuid>`` key per paused worker into G
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import psutil
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from raydap.bridge.cluster.locate import gcs_client
@@ -80,3 +82,46 @@ class LegacyPdbDiscovery:
             except (ValueError, TypeError, ValidationError) as exc:
                 log.info("ignoring malformed %s: %s", key[:40], exc)
         return found
+
+
+class Unreachable(Exception):
+    """A legacy pdb the bridge cannot connect to; the message says what would make it so."""
+
+
+_EXTERNAL = (
+    "start that node's Ray with --ray-debugger-external (legacy pdb then listens on every "
+    "interface of the node, without authentication: anyone who reaches it runs code there)"
+)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def local_addresses() -> set[str]:
+    return {a.address for addrs in psutil.net_if_addrs().values() for a in addrs}
+
+
+async def pdb_address(
+    host: str, port: int | None, node_id: str | None,
+    node_ip: Callable[[str], Awaitable[str | None]],
+) -> tuple[str, int]:  # fmt: skip
+    """Where the bridge connects to a worker's legacy pdb. Ray announces ``localhost`` unless
+    the node runs with ``--ray-debugger-external``: then the worker must be on this machine,
+    else connecting would reach whatever listens on that port here."""
+    if port is None:
+        raise Unreachable("its pdb announced no port")
+    if not _is_loopback(host):
+        return host, port
+    where = await node_ip(node_id) if node_id else None
+    if where is None or where not in local_addresses():
+        raise Unreachable(
+            f"its pdb listens on localhost of node {where or node_id or '?'}, which is not the "
+            f"bridge's machine: {_EXTERNAL}"
+        )
+    return "127.0.0.1", port

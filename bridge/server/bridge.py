@@ -143,6 +143,7 @@ class Bridge:
             limiter=self.limiter,
             metrics=self.metrics,
             handshake_timeout=self.settings.handshake_timeout,
+            node_ip=self.dashboard.node_ip,
         )
         settings = self.settings
         guard = BrowserGuard(settings.host, settings.allowed_hosts, settings.allowed_origins)

@@ -13,13 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.adapter import AttachError, UpstreamError
 from raydap.adapter.session import Resolver
-from raydap.bridge.server import endpoints, page
+from raydap.bridge.server import endpoints, page, pdb_relay
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token
 from raydap.bridge.server.browser import GUARD, BrowserGuard, guard_browsers
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
+from raydap.bridge.server.pdb_relay import NodeIp
 from raydap.bridge.workers import group, stacks
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder, ResumeFailed
@@ -47,6 +48,8 @@ class Services:
     limiter: ConnectionLimiter
     metrics: Metrics
     handshake_timeout: float = 10.0
+    #: Where a Ray node is (legacy pdb that listens on localhost is reachable only there).
+    node_ip: NodeIp | None = None
 
 
 SERVICES = web.AppKey("services", Services)
@@ -212,6 +215,31 @@ async def dap_socket(request: web.Request) -> web.StreamResponse:
         services.limiter.release(address)
 
 
+async def pdb_socket(request: web.Request) -> web.StreamResponse:
+    """A legacy pdb, relayed: it runs any code typed, so it needs a debug token."""
+    services = request.app[SERVICES]
+    token: Token = request[TOKEN]
+    if not token.allows("evaluate"):
+        raise _error(
+            web.HTTPForbidden, f"the token {token.name!r} may only look: use a debug token"
+        )
+    address = request.remote or "?"
+    refused = services.limiter.acquire(address)
+    if refused is not None:
+        raise _error(web.HTTPTooManyRequests, refused)
+    try:
+        _audit(request, "pdb", worker=request.query.get("breakpoint", ""))
+        return await pdb_relay.serve_pdb(
+            request, services.holder.registry, services.node_ip or _no_nodes
+        )
+    finally:
+        services.limiter.release(address)
+
+
+async def _no_nodes(node_id: str) -> str | None:
+    return None
+
+
 async def events_socket(request: web.Request) -> web.StreamResponse:
     return await endpoints.serve_events(request, request.app[SERVICES].holder.registry)
 
@@ -233,6 +261,7 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_get("/api/v1/stacks", merged_stacks)
     app.router.add_get("/api/v1/events", events_socket)
     app.router.add_get("/dap", dap_socket)
+    app.router.add_get("/pdb", pdb_socket)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
     return app

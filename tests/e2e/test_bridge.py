@@ -261,25 +261,25 @@ async def test_legacy_pdb_breakpoints_are_listed_with_how_to_reach_them(
     assert bridge.records(job.job_id) == []
 
 
-async def test_the_terminal_client_inspects_and_leaves_the_worker_paused(
+async def test_the_terminal_debugger_reads_commands_from_a_pipe_and_q_leaves_the_worker_paused(
     bridge: BridgeProcess, run_job: Callable[[str], Job]
 ) -> None:
+    """Scripts pipe commands in (no terminal, no readline); pdb's answers come out."""
     job = run_job("task_breakpoint.py")
     [record] = bridge.wait_records(job.job_id)
-    typed = "bt\nl\nx * 2\nundefined_name\nq\n"
     session = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "raydap.bridge", "attach", record["id"][:6]],
-        input=typed, capture_output=True, text=True, timeout=60,
-        env=dict(os.environ, RAYDAP_URL=bridge.url),
+        input="p x, y\nx * 2\nundefined_name\nq\n", capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, RAYDAP_URL=bridge.url, RAYDAP_HISTORY=os.devnull),
     )  # fmt: skip
     out = session.stdout
     assert session.returncode == 0, out + session.stderr
-    assert "stopped (breakpoint)" in out
-    assert f"square at {record['location']['path']}:{record['location']['line']}" in out
-    assert "  x = 7" in out and "  y = 49" in out  # l: the frame's locals
-    assert "\n14\n" in out.replace("(raydap) ", "\n")  # an expression, evaluated in the worker
-    assert "NameError" in out  # an error is shown, and the prompt goes on
+    where = f"> {record['location']['path']}({record['location']['line']})square()"
+    assert where in out
+    answers = [line.split(") ", 1)[-1] for line in out.splitlines()]
+    assert "(7, 49)" in answers and "14" in answers  # p, and an expression echoed
+    assert "*** NameError: name 'undefined_name' is not defined" in answers
     await asyncio.sleep(0.3)
     assert bridge.records(job.job_id)[0]["state"] == "held"  # q leaves it paused
     bridge.post(f"/api/v1/breakpoints/{record['id']}/continue")
