@@ -4,6 +4,7 @@ jobs paused at ``breakpoint()``, through a real bridge."""
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ LEGACY_PROMPT = r"\(Pdb\)"
 
 @pytest.fixture
 def terminal(bridge: BridgeProcess, tmp_path: Path) -> Iterator[Callable[..., Terminal]]:
-    require_tools(Path("/usr/bin/tmux"), make="apt-get install tmux")
+    require_tools(Path(shutil.which("tmux") or "tmux"))
     opened: list[Terminal] = []
 
     def attach(*arguments: str) -> Terminal:

@@ -57,7 +57,9 @@ class Debugger:
     frames: list[dict[str, Any]] = field(default_factory=list)
     index: int = 0
     breakpoints: BreakpointTable = field(default_factory=BreakpointTable)
-    displays: dict[str, str | None] = field(default_factory=dict)
+    #: ``display`` expressions with their last values, per function (``(path, name)``), as
+    #: pdb keeps them per frame.
+    all_displays: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     process_name: str = ""
     ended: str | None = None
     #: Where a repeated ``list`` goes on from.
@@ -254,10 +256,26 @@ class Debugger:
             elif await self.evaluate(piece.source, context="repl") is None:
                 return
 
+    @property
+    def displays(self) -> dict[str, str]:
+        """The ``display`` expressions of the current frame's function."""
+        path, _, function = self.where(self.frame)
+        return self.all_displays.setdefault((path, function), {})
+
     async def refresh_displays(self) -> None:
         for expression, old in list(self.displays.items()):
-            new = await self.show(expression)
-            if new is not None and new != old:
+            answer = await self.client.request(
+                "evaluate",
+                {"expression": evaluation.shown(expression), "frameId": self.frame["id"],
+                 "context": "repl"},
+                check=False,
+            )  # fmt: skip
+            if not answer.success:  # pdb shows what it raised
+                new = f"** raised {evaluation.error_line(answer.message)[4:]} **"
+            else:
+                result = str((answer.body or {}).get("result", ""))
+                new = evaluation.decode(result) or result
+            if new != old:
                 self.displays[expression] = new
                 self.out(f"display {expression}: {new}  [old: {old}]")
 
