@@ -256,3 +256,15 @@ def test_random_http_requests_get_client_errors_not_crashes(
             assert "error" in json.loads(exc.read()), (method, path, body)
     assert status < 500, (method, path, body)
     assert get(secured, "/healthz", None) == 200  # and the bridge still answers
+
+
+def test_the_legacy_pdb_relay_needs_a_debug_token_and_a_legacy_breakpoint(
+    secured: BridgeProcess,
+) -> None:
+    """It runs whatever is typed: like evaluate, a view token may not; and it reaches only
+    sockets the bridge lists as legacy pdb breakpoints."""
+    rid = record_id(secured)
+    assert get(secured, f"/pdb?breakpoint={rid}", None) == 401
+    assert get(secured, f"/pdb?breakpoint={rid}", BOB) == 403
+    assert get(secured, f"/pdb?breakpoint={rid}", ALICE) == 400  # a debugpy worker
+    assert get(secured, "/pdb?breakpoint=pdb-00000000", ALICE) == 404
