@@ -42,10 +42,24 @@ def mend_event(message: Event) -> Event:
     return message
 
 
+#: Return values debugpy lists (``showReturnValue``) that are Ray's, not the user's: the
+#: breakpoint hook itself, which returns into the user's frame at every ``breakpoint()``.
+RAY_HOOK_RETURNS = frozenset({"(return) set_trace", "(return) _debugpy_breakpoint"})
+
+
 def mend_response(response: Response) -> Response:
     """An error response gets the ``body`` the schema requires (debugpy omits it); an
-    ``exceptionInfo`` answer names the exception without debugpy's note."""
+    ``exceptionInfo`` answer names the exception without debugpy's note; ``variables``
+    leaves out the return value of Ray's breakpoint hook."""
     body = response.body
+    if response.command == "variables" and isinstance(body, dict):
+        listed = body.get("variables")
+        if isinstance(listed, list) and any(
+            isinstance(v, dict) and v.get("name") in RAY_HOOK_RETURNS for v in listed
+        ):
+            body["variables"] = [
+                v for v in listed if not (isinstance(v, dict) and v.get("name") in RAY_HOOK_RETURNS)
+            ]
     if not response.success and body is None:
         text = response.message or f"{response.command} failed"
         response.body = {"error": {"id": 0, "format": text, "showUser": True}}

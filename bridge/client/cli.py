@@ -10,13 +10,14 @@ import logging
 import signal
 import sys
 import time
+import urllib.parse
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 from pydantic_core import PydanticUndefined
 
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
-from raydap.bridge.client.render import breakpoints_table, table
+from raydap.bridge.client.render import breakpoints_table, stack_tree, table
 from raydap.bridge.server.settings import Settings, cli_fields
 
 if TYPE_CHECKING:
@@ -95,6 +96,21 @@ def build_parser() -> argparse.ArgumentParser:
     _filter_args(ev)
 
     commands.add_parser("snapshot", help="stacks and locals of every held worker (JSON)")
+    stacks = commands.add_parser(
+        "stacks",
+        help="every worker's stack at once, merged (where is everyone?)",
+        description="Every worker running a task (and every paused one), their stacks merged "
+        "into one tree: identical paths collapse with a count, diverging frames branch, "
+        "largest groups first. Running workers are read with py-spy on their node.",
+    )
+    _filter_args(stacks)
+    stacks.add_argument("--all-threads", action="store_true", help="every thread, not the main")
+    stacks.add_argument("--json", action="store_true", help="the API's answer as JSON")
+    pause = commands.add_parser(
+        "pause",
+        help="pause a running worker in place (no breakpoint() needed); then attach",
+    )
+    pause.add_argument("id", help="worker id or unique prefix (`raydap stacks` shows them)")
     doctor = commands.add_parser(
         "doctor", help="check the bridge, Ray, and what workers see on every node"
     )
@@ -144,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {
         "serve": cmd_serve, "list": cmd_list, "continue": cmd_continue, "eval": cmd_eval,
         "snapshot": cmd_snapshot, "doctor": cmd_doctor, "attach": cmd_attach, "demo": cmd_demo,
-        "dap": cmd_dap,
+        "dap": cmd_dap, "stacks": cmd_stacks, "pause": cmd_pause,
     }[args.command]  # fmt: skip
     try:
         return int(handler(args))
@@ -285,6 +301,23 @@ def _last_line(text: str) -> str:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     print(json.dumps(ApiClient().get("/api/v1/snapshot"), indent=2))
+    return 0
+
+
+def cmd_stacks(args: argparse.Namespace) -> int:
+    query = {**_filter(args), **({"all_threads": "1"} if args.all_threads else {})}
+    answer = ApiClient(timeout=120).get("/api/v1/stacks?" + urllib.parse.urlencode(query))
+    print(json.dumps(answer, indent=2) if args.json else stack_tree(answer))
+    return 0
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    paused = ApiClient(timeout=120).post(f"/api/v1/workers/{urllib.parse.quote(args.id)}/pause")
+    record = paused["paused"]
+    where = record.get("location") or {}
+    name = f"{record.get('task_name') or 'worker'}, pid {record['pid']}"
+    at = f"{where.get('path')}:{where.get('line')}"
+    print(f"paused {record['id']} ({name}) at {at}: `raydap attach {record['id']}`")
     return 0
 
 

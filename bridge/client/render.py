@@ -60,3 +60,40 @@ def breakpoints_table(records: list[dict[str, Any]]) -> str:
     if not records:
         return "no paused workers"
     return table(HEADERS, breakpoint_rows(records))
+
+
+def _ids(workers: list[str], shown: int = 4) -> str:
+    """``1a2b3c, 4d5e6f +3``: a group's ids, abbreviated."""
+    short = [w[:6] + w[12:] if len(w) > 12 else w[:6] for w in workers[:shown]]
+    more = f" +{len(workers) - shown}" if len(workers) > shown else ""
+    return ", ".join(short) + more
+
+
+def stack_tree(answer: dict[str, Any]) -> str:
+    """The merged stacks of ``/api/v1/stacks`` as a tree: each frame with its worker count,
+    the ids where a group is small; then what could not be read."""
+    tree = answer.get("tree") or {}
+    count = len(tree.get("workers", []))
+    lines = (
+        [f"{count} worker{'s' if count != 1 else ''}"] if count else ["no worker is running a task"]
+    )
+
+    def walk(node: dict[str, Any], prefix: str, last: bool) -> None:
+        workers = node.get("workers", [])
+        where = f"{_short_path(str(node.get('path')), 48)}:{node.get('line')}"
+        group = (
+            f"[{len(workers)}: {_ids(workers)}]"
+            if len(workers) < count or count == 1
+            else f"[{len(workers)}]"
+        )
+        lines.append(f"{prefix}{'└─ ' if last else '├─ '}{node.get('function')}  {where}  {group}")
+        children = node.get("children", [])
+        for index, child in enumerate(children):
+            walk(child, prefix + ("   " if last else "│  "), index == len(children) - 1)
+
+    children = tree.get("children", [])
+    for index, child in enumerate(children):
+        walk(child, "", index == len(children) - 1)
+    for failure in answer.get("failed", []):
+        lines.append(f"not read: {failure.get('id')}: {failure.get('reason')}")
+    return "\n".join(lines)

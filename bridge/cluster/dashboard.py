@@ -22,6 +22,10 @@ class DashboardError(Exception):
     """The dashboard could not be asked, or answered something unusable."""
 
 
+class ProfilingDisabled(DashboardError):
+    """The dashboard's py-spy endpoints are off (Ray's default)."""
+
+
 class WorkerRow(BaseModel):
     """One row of ``/api/v0/workers``; only what the bridge uses."""
 
@@ -32,7 +36,7 @@ class WorkerRow(BaseModel):
     pid: int | None = None
     node_id: str | None = None
     debugger_port: int | None = None
-    num_paused_threads: int = 0
+    num_paused_threads: int | None = 0
     is_alive: bool = True
     #: ``WORKER`` or ``DRIVER`` (a ``breakpoint()`` in the job's driver script).
     worker_type: str | None = None
@@ -51,6 +55,10 @@ class TaskRow(BaseModel):
     job_id: str | None = None
     actor_id: str | None = None
     worker_id: str | None = None
+    node_id: str | None = None
+    worker_pid: int | None = None
+    #: ``NORMAL_TASK``, ``ACTOR_TASK``, ``ACTOR_CREATION_TASK``, ``DRIVER_TASK``.
+    type: str | None = None
 
 
 class ActorRow(BaseModel):
@@ -123,6 +131,46 @@ class DashboardClient:
         rows = await self._state_rows("/api/v0/jobs", {**where, "limit": "10"})
         statuses = [row.get("status") for row in rows if isinstance(row, dict)]
         return next((str(s) for s in statuses if s), None)
+
+    async def running_tasks(self) -> list[tuple[TaskRow, WorkerRow]]:
+        """Every task running now with the worker that runs it (drivers left out)."""
+        where = {"filter_keys": "state", "filter_predicates": "=", "filter_values": "RUNNING"}
+        alive = {"filter_keys": "is_alive", "filter_predicates": "=", "filter_values": "true"}
+        task_rows, worker_rows = await asyncio.gather(
+            self._state_rows("/api/v0/tasks", {**where, "limit": str(self._limit)}),
+            self._state_rows("/api/v0/workers", {**alive, "limit": str(self._limit)}),
+        )
+        workers = {w.worker_id: w for w in (_validate(WorkerRow, row) for row in worker_rows)}
+        running: dict[str, tuple[TaskRow, WorkerRow]] = {}
+        for task in (_validate(TaskRow, row) for row in task_rows):
+            worker = workers.get(task.worker_id or "")
+            if worker is not None and worker.pid and task.type != "DRIVER_TASK":
+                running[worker.worker_id] = (task, worker)
+        return list(running.values())
+
+    async def traceback(self, pid: int, node_id: str) -> str:
+        """py-spy's text dump of a worker through the dashboard (``/worker/traceback``), where
+        the head runs with ``RAY_DASHBOARD_ENABLE_PROFILING=1``."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
+        query = {"pid": str(pid), "node_id": node_id}
+        try:
+            async with self._session.get(
+                self.base_url + "/worker/traceback", params=query
+            ) as answer:
+                body = await answer.content.read(MAX_RESPONSE_BYTES + 1)
+                text = body.decode(errors="replace")
+                if answer.status == 403:
+                    raise ProfilingDisabled(text.strip()[:200] or "profiling is disabled")
+                if answer.status != 200:
+                    raise DashboardError(
+                        f"dashboard traceback: HTTP {answer.status}: {text.strip()[:300]}"
+                    )
+                if len(body) > MAX_RESPONSE_BYTES:
+                    raise DashboardError(f"dashboard traceback over {MAX_RESPONSE_BYTES} bytes")
+                return text
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise DashboardError(f"dashboard traceback: {exc or type(exc).__name__}") from None
 
     async def node_ip(self, node_id: str) -> str | None:
         """The address a node registered with Ray, or None while the dashboard does not list it."""

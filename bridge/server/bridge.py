@@ -19,8 +19,10 @@ from raydap.adapter import AttachError, bridge_capabilities
 from raydap.bridge.cluster import ray_auth
 from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.discovery import Discovery
+from raydap.bridge.cluster.driver import RayDriver
 from raydap.bridge.cluster.legacy import LegacyPdbDiscovery
 from raydap.bridge.cluster.locate import Cluster
+from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.server import connection_file
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token, tokens_for
@@ -33,6 +35,7 @@ from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers import legacy as legacy_records
 from raydap.bridge.workers.follow import resolve
 from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.outside_pause import OutsidePause
 from raydap.bridge.workers.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -70,6 +73,12 @@ class Bridge:
             observe=self.metrics.discovery_poll,
         )
         self.resolve = functools.partial(resolve, self.holder, job_status=self.dashboard.job_status)
+        # Reading stacks and pausing in place run on the workers' nodes (joined on first use).
+        self.ray_driver = RayDriver(cluster.gcs_address)
+        self.remote_stacks = RemoteStacks(
+            self.dashboard, self.ray_driver, timeout=settings.request_timeout
+        )
+        self.outside_pause = OutsidePause(self.holder, self.dashboard, self.ray_driver)
         self.auth = Authenticator(tokens_for(settings))
         self.audit = AuditLog(settings.audit_log)
         self.dap = DapListener(
@@ -144,6 +153,8 @@ class Bridge:
             metrics=self.metrics,
             handshake_timeout=self.settings.handshake_timeout,
             node_ip=self.dashboard.node_ip,
+            remote_stacks=self.remote_stacks,
+            outside_pause=self.outside_pause,
         )
         settings = self.settings
         guard = BrowserGuard(settings.host, settings.allowed_hosts, settings.allowed_origins)
@@ -191,7 +202,9 @@ class Bridge:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.dap.close()
+        await self.outside_pause.close()
         await self.holder.close()
+        await self.ray_driver.close()
         if self._runner is not None:
             await self._runner.cleanup()
         await self.dashboard.close()

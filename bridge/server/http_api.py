@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.adapter import AttachError, UpstreamError
 from raydap.adapter.session import Resolver
+from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.server import endpoints, page, pdb_relay
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token
@@ -24,6 +25,7 @@ from raydap.bridge.server.pdb_relay import NodeIp
 from raydap.bridge.workers import group, stacks
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder, ResumeFailed
+from raydap.bridge.workers.outside_pause import AlreadyPaused, OutsidePause, PauseFailed
 
 MAX_BODY_BYTES = 1024 * 1024
 #: Reachable without a token: liveness probes must not need a secret, and the web page and
@@ -50,6 +52,9 @@ class Services:
     handshake_timeout: float = 10.0
     #: Where a Ray node is (legacy pdb that listens on localhost is reachable only there).
     node_ip: NodeIp | None = None
+    #: Stacks of workers nobody holds, and pausing them in place (None: held workers only).
+    remote_stacks: RemoteStacks | None = None
+    outside_pause: OutsidePause | None = None
 
 
 SERVICES = web.AppKey("services", Services)
@@ -178,12 +183,36 @@ async def snapshot(request: web.Request) -> web.Response:
 
 
 async def merged_stacks(request: web.Request) -> web.Response:
+    """Every held worker's stack and every running one's, merged; ``all_threads=1`` for
+    each thread of the running ones."""
+    query = dict(request.query)
+    all_threads = query.pop("all_threads", "0").lower() in ("1", "true", "yes")
     try:
-        where = WorkerFilter.model_validate(dict(request.query))
+        where = WorkerFilter.model_validate(query)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise _error(web.HTTPBadRequest, f"bad filter: {problems}") from None
-    return web.json_response(await stacks.stacks(request.app[SERVICES].holder, where))
+    services = request.app[SERVICES]
+    answer = await stacks.stacks(services.holder, where, services.remote_stacks, all_threads)
+    return web.json_response(answer)
+
+
+async def pause_worker(request: web.Request) -> web.Response:
+    """Pause a worker running a task, on its node, with no ``breakpoint()`` in its code."""
+    pauser = request.app[SERVICES].outside_pause
+    if pauser is None:
+        raise _error(web.HTTPNotImplemented, "this bridge cannot pause running workers")
+    wanted = request.match_info["id"]
+    _audit(request, "pause", worker=wanted)
+    try:
+        record = await pauser.pause(wanted)
+    except LookupError as exc:
+        raise _error(web.HTTPNotFound, str(exc)) from None
+    except AlreadyPaused as exc:
+        raise _error(web.HTTPConflict, str(exc)) from None
+    except PauseFailed as exc:
+        raise _error(web.HTTPBadGateway, str(exc)) from None
+    return web.json_response({"paused": record.model_dump(mode="json")})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -259,6 +288,7 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_post("/api/v1/evaluate", evaluate_group)
     app.router.add_get("/api/v1/snapshot", snapshot)
     app.router.add_get("/api/v1/stacks", merged_stacks)
+    app.router.add_post("/api/v1/workers/{id}/pause", pause_worker)
     app.router.add_get("/api/v1/events", events_socket)
     app.router.add_get("/dap", dap_socket)
     app.router.add_get("/pdb", pdb_socket)

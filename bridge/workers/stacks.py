@@ -1,6 +1,9 @@
 """Every rank's stack at once, merged, as parallel debuggers show a job: identical paths of
 many workers collapse into one branch with the list of its workers, and where they diverge the
-tree branches. The root's children are the outermost frames."""
+tree branches. The root's children are the outermost frames.
+
+Held workers tell their stack over their debugpy connection; every other worker running a task
+is read on its node with py-spy (:mod:`raydap.bridge.cluster.remote_stacks`)."""
 
 from __future__ import annotations
 
@@ -10,19 +13,17 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from raydap.adapter import State, UpstreamError
+from raydap.bridge.cluster.dashboard import DashboardError, TaskRow, WorkerRow
+from raydap.bridge.cluster.pyspy import Frame, main_thread
+from raydap.bridge.cluster.remote_stacks import RemoteStacks, Target
 from raydap.bridge.workers.filters import WorkerFilter
-from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.holder import Holder, record_id
+from raydap.bridge.workers.records import BreakpointRecord
 
 #: Stacks deeper than this are cut at the outermost end (the frames nearest the stop stay).
 MAX_FRAMES = 200
 #: How long one worker may take to report its stack.
 PER_WORKER_TIMEOUT = 5.0
-
-
-class Frame(BaseModel):
-    function: str
-    path: str
-    line: int
 
 
 class StackNode(BaseModel):
@@ -34,20 +35,22 @@ class StackNode(BaseModel):
 
 
 def merge(stacks: dict[str, list[Frame]]) -> StackNode:
-    """One tree of many stacks, each given innermost frame first (as DAP reports them)."""
+    """One tree of many stacks, each given innermost frame first (as DAP reports them).
+    Frames are the same where file and line are: debugpy names a method ``step`` and py-spy
+    ``Worker.step``, and the fuller name is kept."""
     root = StackNode(function="", path="", line=0)
     for worker, frames in stacks.items():
         root.workers.append(worker)
         node = root
         for frame in reversed(frames[:MAX_FRAMES]):
             child = next(
-                (c for c in node.children
-                 if (c.function, c.path, c.line) == (frame.function, frame.path, frame.line)),
-                None,
-            )  # fmt: skip
+                (c for c in node.children if (c.path, c.line) == (frame.path, frame.line)), None
+            )
             if child is None:
                 child = StackNode(function=frame.function, path=frame.path, line=frame.line)
                 node.children.append(child)
+            elif len(frame.function) > len(child.function):
+                child.function = frame.function
             child.workers.append(worker)
             node = child
     _order(root)
@@ -76,19 +79,54 @@ async def _held_stack(holder: Holder, rid: str) -> list[Frame]:
     ]
 
 
-async def stacks(holder: Holder, where: WorkerFilter) -> dict[str, Any]:
-    """``{"tree", "workers", "failed"}`` for the held workers the filter matches, read in
-    parallel; a worker that cannot be read is listed under ``failed`` with the reason."""
-    records = [
-        r for r in holder.registry.records()
-        if r.id in holder.upstreams and where.matches(r)
-    ]  # fmt: skip
-    outcomes = await asyncio.gather(
-        *(_held_stack(holder, r.id) for r in records), return_exceptions=True
+def running_record(task: TaskRow, worker: WorkerRow) -> BreakpointRecord:
+    """A worker running a task, named with the same id and fields as a paused one."""
+    return BreakpointRecord(
+        id=record_id(worker.worker_id), state="running", job_id=task.job_id,
+        task_name=task.name or task.func_or_class_name, task_id=task.task_id,
+        actor_id=task.actor_id, node_id=worker.node_id, node_ip=worker.ip, pid=worker.pid,
+        worker_id=worker.worker_id, worker_type=worker.worker_type, paused_since=0.0,
+    )  # fmt: skip
+
+
+async def _running(
+    holder: Holder, where: WorkerFilter, remote: RemoteStacks
+) -> tuple[list[BreakpointRecord], str | None]:
+    """The workers running a task that nobody holds, or why they could not be listed."""
+    try:
+        rows = await remote.dashboard.running_tasks()
+    except DashboardError as exc:
+        return [], str(exc)
+    records = [running_record(task, worker) for task, worker in rows]
+    return [
+        r for r in records
+        if r.id not in holder.upstreams and where.matches(r)
+        and not (r.task_name or "").startswith("raydap.")  # our own pinned tasks
+    ], None  # fmt: skip
+
+
+async def stacks(
+    holder: Holder,
+    where: WorkerFilter,
+    remote: RemoteStacks | None = None,
+    all_threads: bool = False,
+) -> dict[str, Any]:
+    """``{"tree", "workers", "failed"}`` for the held workers the filter matches and (with
+    ``remote``) every other worker running a task, read in parallel; a worker that cannot be
+    read is listed under ``failed`` with the reason. With ``all_threads``, each thread of a
+    running worker is its own stack, named ``ID/thread``."""
+    held = [r for r in holder.registry.records() if r.id in holder.upstreams and where.matches(r)]
+    running, unlisted = await _running(holder, where, remote) if remote else ([], None)
+    targets = {r.id: Target(r.node_id or "", r.pid or 0) for r in running}
+    outcomes, remote_outcomes = await asyncio.gather(
+        asyncio.gather(*(_held_stack(holder, r.id) for r in held), return_exceptions=True),
+        remote.read(targets) if remote else asyncio.sleep(0, {}),
     )
     read: dict[str, list[Frame]] = {}
     failed: list[dict[str, str]] = []
-    for record, outcome in zip(records, outcomes, strict=True):
+    if unlisted:
+        failed.append({"id": "*", "reason": f"running workers could not be listed: {unlisted}"})
+    for record, outcome in zip(held, outcomes, strict=True):
         if isinstance(outcome, list):
             read[record.id] = outcome
         elif isinstance(outcome, (UpstreamError, asyncio.TimeoutError)):
@@ -96,8 +134,17 @@ async def stacks(holder: Holder, where: WorkerFilter) -> dict[str, Any]:
             failed.append({"id": record.id, "reason": reason})
         else:
             raise outcome
+    for record in running:
+        found = remote_outcomes.get(record.id, "no answer")
+        if isinstance(found, str):
+            failed.append({"id": record.id, "reason": found})
+        elif all_threads:
+            read.update({f"{record.id}/{t.name}": t.frames for t in found})
+        else:
+            read[record.id] = main_thread(found, record.pid or 0).frames
+    shown = {key.split("/", 1)[0] for key in read}
     return {
         "tree": merge(read).model_dump(),
-        "workers": [r.model_dump(mode="json") for r in records if r.id in read],
+        "workers": [r.model_dump(mode="json") for r in (*held, *running) if r.id in shown],
         "failed": failed,
     }

@@ -30,3 +30,11 @@ def test_the_same_function_on_another_line_is_another_branch() -> None:
 
 def test_no_workers_no_branches() -> None:
     assert merge({}).children == [] and merge({}).workers == []
+
+
+def test_debugpy_and_py_spy_frames_of_one_line_merge_under_the_fuller_name() -> None:
+    held = [Frame(function="main_loop", path="/ray/worker.py", line=1069)]
+    running = [Frame(function="Worker.main_loop", path="/ray/worker.py", line=1069)]
+    tree = merge({"held": held, "running": running})
+    [only] = tree.children
+    assert only.function == "Worker.main_loop" and only.workers == ["held", "running"]

@@ -1,0 +1,187 @@
+"""What raydap runs on a worker's own node, inside a small pinned Ray task: read stacks with
+py-spy, and pause a running worker in place.
+
+Shipped to the workers by value, not by import (like the doctor's probe), so it works where
+raydap is not installed; it uses only the standard library, Ray and debugpy.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+#: What one py-spy dump may print (a thousand deep threads fit).
+MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+
+#: Signal that makes an injected worker pause (its own handler is put back first).
+PAUSE_SIGNAL_NAME = "SIGUSR2"
+
+#: Injected into the worker: a handler for :data:`PAUSE_SIGNAL_NAME`, nothing more, so the
+#: injection (gdb holds the whole process meanwhile) is over at once. The signal then wakes
+#: the main thread even where it is blocked (a lock, a wait: CPython runs handlers when such a
+#: wait is interrupted), and the handler pauses it right there: it opens Ray's own debugpy
+#: listener (so the State API publishes the port), counts as paused while no client is there
+#: (so the bridge finds it) and stops. The frames below the handler are where it was.
+#: It runs from a real file: debugpy does not trace code compiled from a string.
+PAUSE_HANDLER = """\"\"\"Installed by raydap to pause this worker where it is (raydap pause).\"\"\"
+import signal
+import sys
+
+_previous = signal.getsignal(signal.SIGUSR2)
+
+
+def raydap_pause(signum, frame):
+    signal.signal(signal.SIGUSR2, signal.SIG_DFL if _previous is None else _previous)
+    import ray
+    import ray.util.debugpy as ray_debugpy
+
+    debugpy = ray_debugpy._try_import_debugpy()
+    if debugpy is None:
+        return
+    ray_debugpy._ensure_debugger_port_open_thread_safe()
+    ray_debugpy._override_breakpoint_hooks()
+    with ray._private.worker.global_worker.worker_paused_by_debugger():
+        debugpy.wait_for_client()
+    import pydevd
+
+    here = sys._getframe()  # stop on the next line of this very frame
+    pydevd.settrace(suspend=True, trace_only_current_thread=True, stop_at_frame=here)
+    return  # paused by raydap pause: the frames below are where this worker was
+
+
+signal.signal(signal.SIGUSR2, raydap_pause)
+"""
+
+
+def _handler_file() -> str:
+    """Where :data:`PAUSE_HANDLER` is written: a directory only this user may write to."""
+    folder = os.path.join(os.path.expanduser("~"), ".cache", "raydap")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, "pause_handler.py")
+    with open(path, "w") as file:
+        file.write(PAUSE_HANDLER)
+    return path
+
+
+def _search_path() -> str:
+    import sys
+
+    return os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+
+
+def read_stacks(pids: list[int], timeout: float) -> dict[int, dict[str, str]]:
+    """``py-spy dump --json`` of each pid, in parallel: ``{"json": ...}`` or ``{"error": ...}``."""
+    import shutil
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    py_spy = shutil.which("py-spy", path=_search_path())
+    if py_spy is None:
+        missing = {
+            "error": "py-spy is not installed where this node's workers run (pip install py-spy)"
+        }
+        return {pid: missing for pid in pids}
+
+    def dump(pid: int) -> dict[str, str]:
+        try:
+            done = subprocess.run(
+                [py_spy, "dump", "--pid", str(pid), "--json"],
+                capture_output=True, timeout=timeout, check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return {"error": f"py-spy took over {timeout:g} s"}
+        if done.returncode != 0:
+            lines = done.stderr.decode(errors="replace").strip().splitlines()
+            why = lines[0] if lines else f"py-spy exited with {done.returncode}"
+            if "Permission denied" in why or "Operation not permitted" in why:
+                why += " (py-spy needs ptrace: CAP_SYS_PTRACE, or kernel.yama.ptrace_scope=0)"
+            return {"error": why.removeprefix("Error: ")}
+        if len(done.stdout) > MAX_OUTPUT_BYTES:
+            return {"error": f"py-spy printed over {MAX_OUTPUT_BYTES} bytes"}
+        return {"json": done.stdout.decode(errors="replace")}
+
+    with ThreadPoolExecutor(max_workers=min(16, len(pids) or 1)) as pool:
+        return dict(zip(pids, pool.map(dump, pids), strict=True))
+
+
+def pause_in_place(pid: int) -> str:
+    """Make ``pid`` pause where it is: inject :data:`PAUSE_HANDLER`, then send the signal.
+    "" once done, else why not and what to install or allow.
+
+    Python < 3.14: debugpy's attach-by-pid machinery (gdb calls into the process).
+    Python >= 3.14: ``sys.remote_exec`` (its code runs at the next bytecode, so the signal
+    follows a moment later)."""
+    import signal
+    import sys
+    import tempfile
+    import time
+
+    if os.environ.get("PYTHON_DISABLE_REMOTE_DEBUG"):
+        return "PYTHON_DISABLE_REMOTE_DEBUG is set where the worker runs: unset it to allow this"
+    handler = _handler_file()
+    install = f"exec(compile(open({handler!r}).read(), {handler!r}, 'exec'), {{}})"
+    if sys.version_info >= (3, 14):
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
+            script.write(install)
+        try:
+            sys.remote_exec(pid, script.name)  # type: ignore[attr-defined]
+        except (OSError, RuntimeError) as exc:
+            return f"sys.remote_exec into pid {pid} failed: {exc}"
+        time.sleep(0.2)
+    elif failed := _inject_with_gdb(pid, install):
+        return failed
+    try:
+        os.kill(pid, getattr(signal, PAUSE_SIGNAL_NAME))
+    except ProcessLookupError:
+        return f"pid {pid} exited"
+    return ""
+
+
+def _inject_with_gdb(pid: int, install: str) -> str:
+    import importlib.util
+    import shutil
+    import sys
+    import tempfile
+
+    if shutil.which("gdb", path=_search_path()) is None:
+        return (
+            "gdb is not installed on this node (apt-get install gdb; a container needs SYS_PTRACE)"
+        )
+    found = importlib.util.find_spec("debugpy")
+    if found is None or found.origin is None:
+        return "debugpy is not installed where this node's workers run (pip install debugpy)"
+    helpers = os.path.join(
+        os.path.dirname(found.origin), "_vendored", "pydevd", "pydevd_attach_to_process"
+    )
+    sys.path.insert(0, helpers)
+    try:
+        from add_code_to_python_process import run_python_code  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(helpers)
+    # gdb passes the code as a C string: no quotes may appear in it, so it goes as bytes.
+    code = "exec(bytes(%s))" % list(install.encode())  # noqa: UP031
+    with tempfile.TemporaryFile("w+") as said:
+        saved = os.dup(1), os.dup(2)
+        os.dup2(said.fileno(), 1)
+        os.dup2(said.fileno(), 2)
+        try:
+            run_python_code(pid, code, connect_debugger_tracing=False, show_debug_info=0)
+            failed: Any = None
+        except Exception as exc:  # gdb's failure, in its own words below
+            failed = exc
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        said.seek(0)
+        output = said.read()[-4000:]
+    if failed is None:
+        return ""
+    if "ptrace" in output and ("not permitted" in output or "denied" in output):
+        return (
+            f"gdb may not attach to pid {pid}: allow ptrace (a container needs SYS_PTRACE; "
+            "or kernel.yama.ptrace_scope=0)"
+        )
+    last = [line for line in output.splitlines() if line.strip()][-3:]
+    return f"could not inject into pid {pid}: {failed}; gdb said: {' | '.join(last)}"

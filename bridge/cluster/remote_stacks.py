@@ -1,0 +1,104 @@
+"""Stacks of workers nobody holds, read on their own nodes with py-spy.
+
+Ray's dashboard can answer one worker's py-spy dump (``/worker/traceback``), but only where
+the head enables profiling, which Ray's defaults do not. So it is tried once, and otherwise
+(or after it said no) one zero-CPU task pinned to each node reads all of that node's workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass
+
+from raydap.bridge.cluster import on_node, pyspy
+from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError, ProfilingDisabled
+from raydap.bridge.cluster.driver import DriverUnavailable, RayDriver
+from raydap.bridge.cluster.pyspy import BadDump, ThreadStack
+
+#: At most this many dashboard requests at once (a thousand ranks are read in waves).
+DASHBOARD_PARALLEL = 64
+
+
+@dataclass(frozen=True)
+class Target:
+    """A worker to read: where it runs."""
+
+    node_id: str
+    pid: int
+
+
+Outcome = list[ThreadStack] | str  # the threads, or why they could not be read
+
+
+class RemoteStacks:
+    def __init__(self, dashboard: DashboardClient, driver: RayDriver, timeout: float) -> None:
+        self.dashboard = dashboard
+        self.driver = driver
+        self.timeout = timeout
+        #: Unknown until asked; False once the dashboard said profiling is off.
+        self._dashboard_profiling: bool | None = None
+
+    async def read(self, targets: dict[str, Target]) -> dict[str, Outcome]:
+        if not targets:
+            return {}
+        if self._dashboard_profiling is not False:
+            try:
+                return await self._through_dashboard(targets)
+            except ProfilingDisabled:
+                self._dashboard_profiling = False
+        return await self._on_nodes(targets)
+
+    async def _through_dashboard(self, targets: dict[str, Target]) -> dict[str, Outcome]:
+        gate = asyncio.Semaphore(DASHBOARD_PARALLEL)
+
+        async def one(target: Target) -> Outcome:
+            async with gate:
+                try:
+                    text = await asyncio.wait_for(
+                        self.dashboard.traceback(target.pid, target.node_id), self.timeout
+                    )
+                    return pyspy.parse_text(text)
+                except ProfilingDisabled:
+                    raise
+                except asyncio.TimeoutError:
+                    return f"no stack within {self.timeout:g} s"
+                except (DashboardError, BadDump) as exc:
+                    return str(exc)
+
+        first_id, *rest = targets
+        first = await one(targets[first_id])  # ProfilingDisabled ends the attempt here
+        self._dashboard_profiling = True
+        others = await asyncio.gather(*(one(targets[i]) for i in rest))
+        return {first_id: first, **dict(zip(rest, others, strict=True))}
+
+    async def _on_nodes(self, targets: dict[str, Target]) -> dict[str, Outcome]:
+        by_node: dict[str, dict[int, str]] = defaultdict(dict)
+        for worker, target in targets.items():
+            by_node[target.node_id][target.pid] = worker
+
+        async def node(node_id: str, workers: dict[int, str]) -> dict[str, Outcome]:
+            try:
+                answers = await self.driver.run_on_node(
+                    node_id, on_node.read_stacks, list(workers), self.timeout,
+                    timeout=self.timeout + 30,  # a first task on a node starts a worker
+                )  # fmt: skip
+            except asyncio.TimeoutError:
+                return dict.fromkeys(workers.values(), f"node {node_id[:8]} did not answer")
+            except DriverUnavailable as exc:
+                return dict.fromkeys(workers.values(), str(exc))
+            except Exception as exc:  # the pinned task failed (its node died, ...)
+                return dict.fromkeys(workers.values(), f"node {node_id[:8]}: {exc}")
+            outcomes: dict[str, Outcome] = {}
+            for pid, worker in workers.items():
+                answer = answers.get(pid, {"error": "no answer"})
+                try:
+                    outcomes[worker] = (
+                        pyspy.parse_json(answer["json"]) if "json" in answer else answer["error"]
+                    )
+                except BadDump as exc:
+                    outcomes[worker] = str(exc)
+            return outcomes
+
+        parts = await asyncio.gather(*(node(n, w) for n, w in by_node.items()))
+        return {worker: outcome for part in parts for worker, outcome in part.items()}

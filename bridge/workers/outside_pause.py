@@ -1,0 +1,93 @@
+"""Pause a running worker that never reached a ``breakpoint()``: from outside, on its node.
+
+A zero-CPU task pinned to the worker's node injects a pause into it (gdb, or
+``sys.remote_exec`` on Python 3.14+; :func:`raydap.bridge.cluster.on_node.pause_in_place`),
+which opens Ray's own debugpy listener, so discovery finds and holds the worker as it does any
+``breakpoint()``. The request ends when the worker is listed as paused, or with why not.
+A main thread blocked in C code that does not return to Python on a signal (some extensions)
+pauses only when it does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from raydap.bridge.cluster import on_node
+from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError
+from raydap.bridge.cluster.driver import DriverUnavailable, RayDriver
+from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.stacks import running_record
+
+log = logging.getLogger(__name__)
+
+
+class AlreadyPaused(Exception):
+    pass
+
+
+class PauseFailed(Exception):
+    """The worker could not be paused; the message says what to install or allow."""
+
+
+class OutsidePause:
+    def __init__(
+        self, holder: Holder, dashboard: DashboardClient, driver: RayDriver, wait: float = 30.0
+    ) -> None:
+        self.holder = holder
+        self.dashboard = dashboard
+        self.driver = driver
+        self.wait = wait
+        self._injections: set[asyncio.Future[object]] = set()
+
+    async def _running_worker(self, wanted: str) -> BreakpointRecord:
+        try:
+            rows = await self.dashboard.running_tasks()
+        except DashboardError as exc:
+            raise PauseFailed(f"cannot list running workers: {exc}") from None
+        found = {
+            r.id: r for r in (running_record(t, w) for t, w in rows) if r.id.startswith(wanted)
+        }
+        if len(found) > 1:
+            raise LookupError(f"{wanted!r} names {len(found)} workers: give more of the id")
+        if not found:
+            raise LookupError(
+                f"no worker {wanted!r} is running a task (`raydap stacks` lists them)"
+            )
+        return next(iter(found.values()))
+
+    async def pause(self, wanted: str) -> BreakpointRecord:
+        if not wanted or len(wanted) > 64:
+            raise LookupError("give a worker id (or its first characters)")
+        held = [r for r in self.holder.registry.records() if r.id.startswith(wanted)]
+        if any(r.state == "held" for r in held):
+            raise AlreadyPaused(f"{held[0].id} is already paused: attach to it")
+        target = await self._running_worker(wanted)
+        started = time.monotonic()
+        try:
+            injection = await self.driver.start_on_node(
+                target.node_id or "", on_node.pause_in_place, target.pid
+            )
+        except DriverUnavailable as exc:
+            raise PauseFailed(str(exc)) from None
+        self._injections.add(injection)
+        injection.add_done_callback(self._ended)
+        while time.monotonic() - started < self.wait:
+            record = self.holder.registry.get(target.id)
+            if record is not None and record.state == "held" and record.location is not None:
+                return record
+            if injection.done() and (reason := injection.exception() or injection.result()):
+                raise PauseFailed(str(reason))
+            await asyncio.sleep(0.05)
+        raise PauseFailed(f"{target.label} was not paused within {self.wait:g} s")
+
+    def _ended(self, injection: asyncio.Future[object]) -> None:
+        self._injections.discard(injection)
+        if not injection.cancelled() and (injection.exception() or injection.result()):
+            log.info("outside pause: %s", injection.exception() or injection.result())
+
+    async def close(self) -> None:
+        for injection in list(self._injections):
+            injection.cancel()
