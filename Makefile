@@ -14,7 +14,7 @@ TOOLS       := .tools
 NODE24_DIR  := $(TOOLS)/node24
 CODE_SERVER := $(TOOLS)/code-server/node_modules/.bin/code-server
 DAP_CLIENTS := $(TOOLS)/dap-clients/node_modules/@vscode/debugadapter-testsupport
-APT_PACKAGES := chromium tmux libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev
+APT_PACKAGES := chromium tmux gdb libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev
 NPM_INSTALL := npm install --no-audit --no-fund --no-save --loglevel=error
 
 $(BIN)/python:
@@ -76,7 +76,7 @@ vsix: $(EXT)/raydap.vsix
 $(EXT)/raydap.vsix: $(EXT_STAMP) $(wildcard $(EXT)/src/*.ts) $(EXT)/package.json $(EXT)/README.md
 	cd $(EXT) && npm run --silent package
 
-## What the editor and terminal tests need: Chromium and tmux (apt), Node 24, code-server and Microsoft's DebugClient
+## What the editor, terminal and stack tests need: Chromium, tmux and gdb (apt), Node 24, code-server and Microsoft's DebugClient
 ## (npm), under .tools/. (Neovim comes from PyPI with the test extras; nvim-dap from ../shared.)
 e2e-tools: $(TOOLS)/.apt $(CODE_SERVER) $(DAP_CLIENTS)
 

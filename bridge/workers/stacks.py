@@ -100,9 +100,15 @@ async def _running(
     records = [running_record(task, worker) for task, worker in rows]
     return [
         r for r in records
-        if r.id not in holder.upstreams and where.matches(r)
+        if r.id not in _paused(holder) and where.matches(r)
         and not (r.task_name or "").startswith("raydap.")  # our own pinned tasks
     ], None  # fmt: skip
+
+
+def _paused(holder: Holder) -> set[str]:
+    """Held workers that are stopped: they tell their stack over debugpy (a held worker that
+    runs is read like any other)."""
+    return {rid for rid, up in holder.upstreams.items() if up.state is State.STOPPED}
 
 
 async def stacks(
@@ -115,7 +121,8 @@ async def stacks(
     ``remote``) every other worker running a task, read in parallel; a worker that cannot be
     read is listed under ``failed`` with the reason. With ``all_threads``, each thread of a
     running worker is its own stack, named ``ID/thread``."""
-    held = [r for r in holder.registry.records() if r.id in holder.upstreams and where.matches(r)]
+    paused = _paused(holder)
+    held = [r for r in holder.registry.records() if r.id in paused and where.matches(r)]
     running, unlisted = await _running(holder, where, remote) if remote else ([], None)
     targets = {r.id: Target(r.node_id or "", r.pid or 0) for r in running}
     outcomes, remote_outcomes = await asyncio.gather(
