@@ -1,10 +1,11 @@
 /**
- * The bridge's HTTP API: health, records and continue. Every failure becomes a `BridgeError`
+ * The bridge's HTTP API: health, records, continue, stacks and pause. Every failure becomes a `BridgeError`
  * whose `reason` tells the view what to show (unreachable, token refused, or the bridge's own
  * message), so no caller has to read HTTP status codes.
  */
 
 import { parseRecord, type WorkerRecord } from './records';
+import { parseStacks, type StacksAnswer } from './stackTree';
 import { endpoints } from './settings';
 
 export type FailureReason = 'unreachable' | 'unauthorized' | 'forbidden' | 'rejected';
@@ -73,7 +74,26 @@ export class BridgeApi {
     return { continued };
   }
 
-  private async call(method: string, path: string, body?: unknown): Promise<unknown> {
+  /** Every worker's stack (of one job, or all), merged; running workers are read on their node. */
+  async stacks(jobId?: string): Promise<StacksAnswer> {
+    const query = jobId ? `?job=${encodeURIComponent(jobId)}` : '';
+    const body = await this.call('GET', `/api/v1/stacks${query}`, undefined, 120_000);
+    try {
+      return parseStacks(body);
+    } catch (error) {
+      throw new BridgeError('rejected', `the bridge's stacks: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  /** Pause a running worker where it is (no breakpoint needed); it is then listed as paused. */
+  async pause(id: string): Promise<WorkerRecord> {
+    const body = (await this.call('POST', `/api/v1/workers/${encodeURIComponent(id)}/pause`, {}, 120_000)) as {
+      paused?: unknown;
+    };
+    return parseRecord(body.paused);
+  }
+
+  private async call(method: string, path: string, body?: unknown, timeoutMs = this.timeoutMs): Promise<unknown> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -83,7 +103,7 @@ export class BridgeApi {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
       throw new BridgeError('unreachable', `cannot reach the bridge at ${this.base}: ${describe(error)}`);

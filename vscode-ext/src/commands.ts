@@ -10,10 +10,16 @@ import type { Connection } from './connection';
 import { DEBUG_TYPE } from './debugAdapter';
 import { localPath } from './paths';
 import type { WorkerRecord } from './records';
+import type { StacksTreeProvider } from './stacksView';
+import type { StackItem } from './stackTree';
 import { attachable, workerNode, workerTitle, type TreeNode } from './workerTree';
 
-export function registerCommands(context: vscode.ExtensionContext, connection: Connection): void {
-  const commands: Record<string, (node?: TreeNode) => Promise<unknown>> = {
+export function registerCommands(
+  context: vscode.ExtensionContext,
+  connection: Connection,
+  stacks: StacksTreeProvider,
+): void {
+  const commands: Record<string, (node?: TreeNode | StackItem) => Promise<unknown>> = {
     'raydap.attach': async (node) => {
       const record = await workerOf(node, connection, 'Attach to which paused worker?', attachable);
       if (!record) return;
@@ -37,6 +43,24 @@ export function registerCommands(context: vscode.ExtensionContext, connection: C
     'raydap.reveal': async (node) => {
       const record = await workerOf(node, connection, 'Show the source of which paused worker?');
       if (record?.location) await reveal(record);
+    },
+    'raydap.showStacks': async (node) => {
+      const jobId = node?.type === 'job' ? (node.jobId ?? undefined) : await askJob();
+      if (jobId === null) return;
+      await vscode.commands.executeCommand('raydap.stacks.focus');
+      await stacks.load(jobId);
+    },
+    'raydap.refreshStacks': () => stacks.load(stacks.jobId),
+    'raydap.pauseWorker': async (node) => {
+      const id = node?.type === 'rank' ? node.id : await vscode.window.showInputBox({ title: 'Pause which running worker (id or prefix)?' });
+      if (!id) return;
+      const paused = await vscode.window.withProgress(
+        { location: { viewId: 'raydap.stacks' }, title: `Pausing ${id}` },
+        () => act(() => connection.api().then((api) => api.pause(id))),
+      );
+      if (paused) {
+        void vscode.window.showInformationMessage(`raydap: ${workerTitle(paused)} (pid ${paused.pid ?? '?'}) is paused: attach from the Ray view`);
+      }
     },
     'raydap.setToken': async () => {
       const token = await vscode.window.showInputBox({
@@ -73,7 +97,7 @@ async function act<T>(run: () => Promise<T>): Promise<T | undefined> {
 }
 
 async function workerOf(
-  node: TreeNode | undefined,
+  node: TreeNode | StackItem | undefined,
   connection: Connection,
   question: string,
   eligible: (record: WorkerRecord) => boolean = () => true,
@@ -91,7 +115,18 @@ async function workerOf(
   return (await vscode.window.showQuickPick(choices, { title: question, matchOnDetail: true }))?.record;
 }
 
-async function jobOf(node: TreeNode | undefined, connection: Connection): Promise<string | undefined> {
+/** A job id, or undefined for every job; null when the person cancelled. */
+async function askJob(): Promise<string | undefined | null> {
+  const typed = await vscode.window.showInputBox({
+    title: 'Show the stacks of which job?',
+    prompt: 'A job id such as 02000000; empty for every worker running a task',
+    validateInput: (value) => (/^[0-9a-fA-F]{0,64}$/.test(value.trim()) ? undefined : 'a job id is hexadecimal'),
+  });
+  if (typed === undefined) return null;
+  return typed.trim() || undefined;
+}
+
+async function jobOf(node: TreeNode | StackItem | undefined, connection: Connection): Promise<string | undefined> {
   if (node?.type === 'job') return node.jobId ?? undefined;
   if (node?.type === 'worker') return node.record.job_id ?? undefined;
   const jobs = [...new Set(connection.records.map((r) => r.job_id).filter((id): id is string => !!id))].sort();

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { registerCommands } from './commands';
 import { Connection } from './connection';
 import { registerDebugType } from './debugAdapter';
+import { StacksTreeProvider } from './stacksView';
 import { WorkerTreeProvider } from './treeView';
 import { pausedCount } from './workerTree';
 
@@ -19,7 +20,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   status.name = 'Ray paused workers';
   status.command = `${VIEW_ID}.focus`;
   status.show();
-  context.subscriptions.push(log, connection, tree, view, status);
+  const stacks = new StacksTreeProvider(connection);
+  const stacksView = vscode.window.createTreeView('raydap.stacks', { treeDataProvider: stacks });
+  stacksView.message = stacks.message;
+  stacks.onDidChangeTreeData(() => {
+    stacksView.message = stacks.message;
+  });
+  context.subscriptions.push(log, connection, tree, view, status, stacks, stacksView);
 
   connection.onRecords((records, state) => {
     tree.update(records, state);
@@ -39,7 +46,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   });
 
-  registerCommands(context, connection);
+  registerCommands(context, connection, stacks);
   registerDebugType(context, connection, log);
   await connection.reconnect();
 }

@@ -1,0 +1,69 @@
+/** The "Ray Stacks" view: `stackTree.ts`'s items as VS Code tree items, loaded on request. */
+
+import * as vscode from 'vscode';
+
+import type { Connection } from './connection';
+import { buildStackItems, type StackItem } from './stackTree';
+
+export class StacksTreeProvider implements vscode.TreeDataProvider<StackItem>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<StackItem | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private items: StackItem[] = [];
+  /** The job shown (undefined: every worker), kept for Refresh. */
+  jobId: string | undefined;
+  message: string | undefined = 'Run "Ray: Show Stacks" (on a job in the Ray view, or from the command palette).';
+
+  constructor(private readonly connection: Connection) {}
+
+  /** Ask the bridge for the merged stacks of ``jobId`` (or of every worker) and show them. */
+  async load(jobId: string | undefined): Promise<void> {
+    this.jobId = jobId;
+    this.message = `Reading the stacks of ${jobId ? `job ${jobId}` : 'every worker'}…`;
+    this.items = [];
+    this.changed.fire(undefined);
+    try {
+      const answer = await (await this.connection.api()).stacks(jobId);
+      this.items = buildStackItems(answer);
+      const count = answer.tree.workers.length;
+      this.message = count === 0 ? `No worker of ${jobId ? `job ${jobId}` : 'any job'} is running a task.` : undefined;
+    } catch (error) {
+      this.message = `raydap: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    this.changed.fire(undefined);
+  }
+
+  getTreeItem(item: StackItem): vscode.TreeItem {
+    if (item.type === 'frame') {
+      const expanded = vscode.TreeItemCollapsibleState.Expanded;
+      const tree = new vscode.TreeItem(item.label, item.children.length ? expanded : vscode.TreeItemCollapsibleState.None);
+      tree.description = item.description;
+      tree.tooltip = item.tooltip;
+      tree.iconPath = new vscode.ThemeIcon('symbol-function');
+      tree.contextValue = 'frame';
+      tree.command = {
+        command: 'vscode.open',
+        title: 'Open',
+        arguments: [vscode.Uri.file(item.path), { selection: new vscode.Range(item.line - 1, 0, item.line - 1, 0) }],
+      };
+      return tree;
+    }
+    const tree = new vscode.TreeItem(item.label, vscode.TreeItemCollapsibleState.None);
+    tree.description = item.description;
+    if (item.type === 'rank') {
+      tree.contextValue = item.contextValue;
+      tree.iconPath = new vscode.ThemeIcon('server-process');
+    } else {
+      tree.iconPath = new vscode.ThemeIcon('warning');
+    }
+    return tree;
+  }
+
+  getChildren(item?: StackItem): StackItem[] {
+    if (item === undefined) return this.items;
+    return item.type === 'frame' ? item.children : [];
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
