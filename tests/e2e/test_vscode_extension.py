@@ -141,7 +141,7 @@ def _wait_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: f
     raise AssertionError(f"code-server did not answer {url} within {timeout} s")
 
 
-def drive(editor: Editor, scenario: str, workspace: Path, tmp_path: Path) -> str:
+def drive(editor: Editor, scenario: str, workspace: Path, tmp_path: Path, **more: str) -> str:
     """Run one scenario of drive.mjs; its report (the steps it saw) on success."""
     screenshots = Path(os.environ.get("RAYDAP_SCREENSHOTS", tmp_path))
     screenshots.mkdir(parents=True, exist_ok=True)
@@ -155,6 +155,7 @@ def drive(editor: Editor, scenario: str, workspace: Path, tmp_path: Path) -> str
             SETTINGS_FILE=str(editor.settings),
             SCREENSHOTS=str(screenshots),
             CHROMIUM=str(CHROMIUM),
+            **more,
         ),
         capture_output=True, text=True, timeout=240,
     )  # fmt: skip
@@ -235,3 +236,19 @@ def test_child_sessions_one_per_rank_in_vscode(
     attaches = [entry for entry in audit_of(tmp_path) if entry["action"] == "attach"]
     assert attaches[0]["follow"] == {"task": "rank"}, attaches
     assert len({entry["worker"] for entry in attaches[1:]}) == 2, attaches
+
+
+@pytest.mark.timeout(300)
+def test_stacks_of_a_hung_job_and_pausing_a_rank_in_vscode(
+    editor: Editor, editor_ray: LocalRay, tmp_path: Path
+) -> None:
+    workspace = copy_workspace(tmp_path)
+    script = workspace / "hung.py"
+    shutil.copy(JOBS / "hung_ranks.py", script)
+    job = start_job(editor_ray.address, str(script))
+    try:
+        drive(editor, "stacks-and-pause", workspace, tmp_path, JOB_ID=job.job_id)
+    finally:
+        stop_job(job)
+    paused = [entry for entry in audit_of(tmp_path) if entry["action"] == "pause"]
+    assert [entry["token"] for entry in paused] == ["editor"], paused

@@ -38,6 +38,7 @@ export class StacksTreeProvider implements vscode.TreeDataProvider<StackItem>, v
       const tree = new vscode.TreeItem(item.label, item.children.length ? expanded : vscode.TreeItemCollapsibleState.None);
       tree.description = item.description;
       tree.tooltip = item.tooltip;
+      tree.accessibilityInformation = { label: `${item.label}, ${item.description}` };
       tree.iconPath = new vscode.ThemeIcon('symbol-function');
       tree.contextValue = 'frame';
       tree.command = {
@@ -49,6 +50,7 @@ export class StacksTreeProvider implements vscode.TreeDataProvider<StackItem>, v
     }
     const tree = new vscode.TreeItem(item.label, vscode.TreeItemCollapsibleState.None);
     tree.description = item.description;
+    tree.accessibilityInformation = { label: `${item.label}, ${item.description}` };
     if (item.type === 'rank') {
       tree.contextValue = item.contextValue;
       tree.iconPath = new vscode.ThemeIcon('server-process');

@@ -5,6 +5,9 @@
 //     continue the whole job from the view.
 //   child-sessions: start the workspace's launch configuration that follows a job with one
 //     child session per worker; both ranks appear as sessions; continue the job from the view.
+//   stacks-and-pause: show the merged stacks of a hung job (JOB_ID) in the Ray Stacks view,
+//     see two ranks waiting in one frame, pause one of them from there; it shows up paused in
+//     the Ray view; continue it from the view.
 // Started by tests/e2e/test_vscode_extension.py, which runs the Ray job, the bridge and
 // code-server, and checks afterwards that the job finished with the right results.
 //
@@ -77,7 +80,7 @@ function setUserSetting(key, value) {
 /** The Ray view, opened; with the token set through the command, as a person does. */
 async function openRayViewWithToken(page) {
   await runCommand(page, 'View: Show Run and Debug');
-  const ray = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray/ }) });
+  const ray = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray(?! Stacks)/ }) });
   await ray.waitFor();
   if ((await ray.locator('.pane-header').getAttribute('aria-expanded')) === 'false') await ray.locator('.pane-header').click();
   await ray.getByText('The raydap bridge did not accept the token.').waitFor();
@@ -175,7 +178,41 @@ async function childSessions(page) {
   await continueJobFromView(page, ray);
 }
 
-const SCENARIOS = { 'attach-and-follow': attachAndFollow, 'child-sessions': childSessions };
+async function stacksAndPause(page) {
+  const ray = await openRayViewWithToken(page);
+  await page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' }).waitFor();
+  await runCommand(page, 'Ray: Show Stacks');
+  await page.locator('.quick-input-widget', { hasText: 'Show the stacks of which job?' }).waitFor();
+  const job = page.locator('.quick-input-widget input');
+  await job.fill(env('JOB_ID'));
+  await page.keyboard.press('Enter');
+  const stacks = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray Stacks/ }) });
+  // Room for the whole tree: the Run pane folded away (the tree is virtual: rows out of
+  // view are not in the page).
+  const run = page.locator('.pane-header', { hasText: /^Run$/ });
+  if ((await run.getAttribute('aria-expanded')) === 'true') await run.click();
+  const waiting = stacks.locator('.monaco-list-row', { hasText: 'wait_for_peers' }).first();
+  await waiting.waitFor();
+  const label = await waiting.getAttribute('aria-label');
+  if (!/hung\.py:\d+ · 2 of 3/.test(label ?? '')) throw new Error(`the waiting frame reads ${label}`);
+  await stacks.locator('.monaco-list-row', { hasText: 'compute' }).first().waitFor();
+  say(`the stacks view merges the waiting ranks: ${label}`);
+  // The ranks of that frame are listed under its innermost frame; pause the first one.
+  const rank = stacks.locator('.monaco-list-row', { hasText: 'stack ends here' }).first();
+  await rank.waitFor();
+  await rank.click(); // selected: its inline actions show
+  await rank.getByRole('button', { name: 'Pause Worker' }).click();
+  await page.locator('.statusbar-item', { hasText: 'Ray: 1 paused' }).waitFor();
+  await ray.locator('.monaco-list-row', { hasText: 'rank' }).first().waitFor();
+  say('paused one rank from the stacks view: the Ray view lists it');
+  await continueJobFromView(page, ray);
+}
+
+const SCENARIOS = {
+  'attach-and-follow': attachAndFollow,
+  'child-sessions': childSessions,
+  'stacks-and-pause': stacksAndPause,
+};
 const scenario = process.argv[2] ?? '';
 if (!(scenario in SCENARIOS)) throw new Error(`drive.mjs ${Object.keys(SCENARIOS).join('|')}`);
 
