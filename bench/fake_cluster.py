@@ -100,7 +100,24 @@ def worker_id(index: int) -> str:
     return f"{index:012x}" + "f" * 44
 
 
-def dashboard(workers: list[FakeWorker], real_ports: list[int]) -> web.Application:
+#: What a simulated running rank's py-spy dump says (the dashboard's text form): most ranks
+#: wait in one collective, every tenth is stuck in its data loader.
+def traceback(pid: int) -> str:
+    inner = (
+        "    next_batch (loader.py:88)\n    train_step (train.py:40)\n" if pid % 10 == 0
+        else "    all_reduce (collectives.py:12)\n    train_step (train.py:41)\n"
+    )  # fmt: skip
+    return (
+        f"Process {pid}: ray::Rank.step\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+        f'Thread {pid} (idle): "MainThread"\n{inner}'
+        "    step (train.py:60)\n    main_loop (worker.py:1069)\n"
+        "    <module> (default_worker.py:323)\n"
+    )
+
+
+def dashboard(
+    workers: list[FakeWorker], real_ports: list[int], running: int = 0
+) -> web.Application:
     rows = [
         {"worker_id": worker_id(i), "ip": "127.0.0.1", "pid": 100000 + i, "node_id": "fake",
          "debugger_port": w.port, "num_paused_threads": 1, "is_alive": True}
@@ -111,23 +128,51 @@ def dashboard(workers: list[FakeWorker], real_ports: list[int]) -> web.Applicati
         for i, port in enumerate(real_ports)
     ]  # fmt: skip
 
+    running_rows = [
+        {"worker_id": "b" * 4 + f"{i:08x}" + "f" * 44, "ip": "127.0.0.1", "pid": 200000 + i,
+         "node_id": "fake", "num_paused_threads": 0, "is_alive": True, "worker_type": "WORKER"}
+        for i in range(running)
+    ]  # fmt: skip
+
     def state(result: list[dict[str, Any]]) -> web.Response:
         return web.json_response({"result": True, "data": {"result": {"result": result}}})
 
     async def list_workers(request: web.Request) -> web.Response:
         paused = [r for r, w in zip(rows, workers + [None] * len(real_ports), strict=True)
                   if w is None or w.paused]  # fmt: skip
+        if request.query.get("filter_keys") == "is_alive":  # every live worker
+            return state(paused + running_rows)
         return state(paused)
 
     async def list_tasks(request: web.Request) -> web.Response:
         wid = request.query.get("filter_values", "")
+        if request.query.get("filter_keys") == "state":  # the running ones
+            return state(
+                [
+                    {
+                        "name": "Rank.step",
+                        "state": "RUNNING",
+                        "job_id": "01000000",
+                        "worker_id": r["worker_id"],
+                        "node_id": "fake",
+                        "worker_pid": r["pid"],
+                        "type": "ACTOR_TASK",
+                    }
+                    for r in running_rows
+                ]
+            )
         task = {"name": "Rank.step", "state": "RUNNING", "job_id": "01000000",
                 "actor_id": "a" + wid[:11], "worker_id": wid}  # fmt: skip
         return state([task])
 
+    async def worker_traceback(request: web.Request) -> web.Response:
+        """As Ray's dashboard answers with profiling enabled: py-spy's text dump."""
+        return web.Response(text=traceback(int(request.query.get("pid", "0"))))
+
     app = web.Application()
     app.router.add_get("/api/v0/workers", list_workers)
     app.router.add_get("/api/v0/tasks", list_tasks)
+    app.router.add_get("/worker/traceback", worker_traceback)
     return app
 
 
@@ -137,11 +182,11 @@ def raise_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-async def main(count: int, real_ports: list[int]) -> None:
+async def main(count: int, real_ports: list[int], running: int = 0) -> None:
     raise_fd_limit()
     workers = [FakeWorker(rank) for rank in range(count)]
     await asyncio.gather(*(w.serve() for w in workers))
-    runner = web.AppRunner(dashboard(workers, real_ports), access_log=None)
+    runner = web.AppRunner(dashboard(workers, real_ports, running), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     host, port = runner.addresses[0][:2]
@@ -153,5 +198,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workers", type=int, default=1000)
     parser.add_argument("--real", type=int, nargs="*", default=[], help="real debugpy ports")
+    parser.add_argument("--running", type=int, default=0, help="ranks running, not paused")
     options = parser.parse_args()
-    asyncio.run(main(options.workers, options.real))
+    asyncio.run(main(options.workers, options.real, options.running))

@@ -8,6 +8,8 @@ P3  read-only requests repeated on a stopped thread (threads, stackTrace, scopes
 P3b uncached requests (``evaluate`` of distinct expressions): bridge / direct
 P4  scale, with simulated workers (bench/fake_cluster.py): hold 1,000, follow them, continue
 P5  an idle bridge: RSS and CPU
+P6  stacks: every rank's stack merged, of 16 real waiting ranks (py-spy on the node) and of
+    1,000 simulated ones (a fake dashboard answering tracebacks); outside pause of a real rank
 
 P2-P3b run directly against debugpy, and through the bridge over TCP, WebSocket, and
 ``raydap dap`` (the stdio adapter editors start, a process per session).
@@ -82,8 +84,13 @@ def serve(*args: str) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
 
 
 @contextmanager
-def fake_cluster(workers: int, real_ports: list[int] = []) -> Iterator[str]:  # noqa: B006
-    command = [sys.executable, "-m", "bench.fake_cluster", "--workers", str(workers)]
+def fake_cluster(
+    workers: int,
+    real_ports: tuple[int, ...] = (),
+    running: int = 0,
+) -> Iterator[str]:
+    command = [sys.executable, "-m", "bench.fake_cluster", "--workers", str(workers),
+               "--running", str(running)]  # fmt: skip
     with process([*command, "--real", *map(str, real_ports)]) as cluster:
         assert cluster.stdout is not None
         line = cluster.stdout.readline()
@@ -178,7 +185,7 @@ async def p2_p3(rounds: int) -> dict[str, Any]:
     with (
         debuggee() as direct_port,
         debuggee() as held_port,
-        fake_cluster(0, [held_port]) as url,
+        fake_cluster(0, (held_port,)) as url,
         serve("--dashboard-url", url) as (_, http_url, dap_port),
     ):
 
@@ -322,6 +329,59 @@ async def p5_idle(window: float) -> dict[str, Any]:
     }
 
 
+async def p6_stacks(ranks: int, rounds: int) -> dict[str, Any]:
+    """Real ranks waiting in one frame: the merged stacks (the first answer joins Ray as a
+    driver and starts a worker on the node), then one rank paused from outside."""
+    with LocalRay(num_cpus=4) as head, serve("--address", head.address) as (bridge, url, _):
+        env = dict(os.environ, RAY_ADDRESS=head.address)
+        job_command = [sys.executable, str(HERE / "jobs" / "waiting_ranks.py"), str(ranks)]
+        with process(job_command, env):
+
+            def merged() -> Any:
+                answer = http(url + "/api/v1/stacks")
+                return answer if len(answer["tree"]["workers"]) >= ranks else None
+
+            start = time.perf_counter()
+            answer = await until(merged, 120, every=0.2)
+            first = time.perf_counter() - start
+            warm = [await timed(lambda: asyncio.to_thread(http, url + "/api/v1/stacks"))
+                    for _ in range(rounds)]  # fmt: skip
+            rank_id = answer["tree"]["workers"][0]
+            pauses = []
+            start = time.perf_counter()
+            await asyncio.to_thread(http, url + f"/api/v1/workers/{rank_id}/pause", {})
+            pauses.append(time.perf_counter() - start)
+            rss, peak, _ = usage(bridge.pid)
+    return {
+        "ranks": ranks,
+        "first_s": round(first, 3),
+        "warm": ms(warm),
+        "pause": ms(pauses),
+        "rss_mb": round(rss, 1),
+        "peak_rss_mb": round(peak, 1),
+    }
+
+
+async def p6_simulated(ranks: int, rounds: int) -> dict[str, Any]:
+    with (
+        fake_cluster(0, running=ranks) as dashboard_url,
+        serve("--dashboard-url", dashboard_url) as (bridge, url, _),
+    ):
+        times, answer = [], {}
+        for _ in range(rounds):
+            start = time.perf_counter()
+            answer = await asyncio.to_thread(http, url + "/api/v1/stacks")
+            times.append(time.perf_counter() - start)
+        rss, peak, _ = usage(bridge.pid)
+    return {
+        "ranks": len(answer["tree"]["workers"]),
+        "failed": len(answer["failed"]),
+        "merged": ms(times),
+        "rss_mb": round(rss, 1),
+        "peak_rss_mb": round(peak, 1),
+    }
+
+
 # -- report ------------------------------------------------------------------------------------
 
 
@@ -362,6 +422,14 @@ def _measures(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         ("P4 bridge RSS", f"{p4['peak_rss_mb']} MB peak", "≤ 250 MB", p4["peak_rss_mb"] <= 250),
         ("P5 idle RSS", f"{p5['rss_mb']} MB", "≤ 60 MB", p5["rss_mb"] <= 60),
         ("P5 idle CPU", f"{p5['cpu_percent']} % of a core", "≤ 1 %", p5["cpu_percent"] <= 1),
+        (f"P6 stacks of {r['p6']['ranks']} real ranks (first; joins Ray)",
+         f"{r['p6']['first_s']} s", "-", True),
+        (f"P6 stacks of {r['p6']['ranks']} real ranks p50", f"{r['p6']['warm']['p50_ms']} ms",
+         "-", True),
+        ("P6 outside pause -> listed as paused", f"{r['p6']['pause']['p50_ms']} ms", "-", True),
+        (f"P6 stacks of {r['p6b']['ranks']} simulated ranks p50",
+         f"{r['p6b']['merged']['p50_ms']} ms", "-", True),
+        ("P6 bridge RSS after 1,000 stacks", f"{r['p6b']['peak_rss_mb']} MB peak", "-", True),
     ]  # fmt: skip
 
 
@@ -388,6 +456,8 @@ async def run(smoke: bool) -> dict[str, Any]:
     results["p3b_ratio"] = round(tcp["uncached"]["p50_ms"] / direct["uncached"]["p50_ms"], 3)
     results["p4"] = await p4_scale(20 if smoke else 1000)
     results["p5"] = await p5_idle(1.0 if smoke else 20.0)
+    results["p6"] = await p6_stacks(4 if smoke else 16, 2 if smoke else 10)
+    results["p6b"] = await p6_simulated(20 if smoke else 1000, 2 if smoke else 10)
     return results
 
 
