@@ -1,0 +1,41 @@
+"""What the node-side pause says when it cannot work, before touching any process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from raydap.bridge.cluster import on_node
+
+
+def test_without_gdb_it_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing there; the venv's bin has no gdb
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert "gdb is not installed" in on_node.pause_in_place(os.getpid())
+
+
+def test_remote_debugging_turned_off_is_respected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHON_DISABLE_REMOTE_DEBUG", "1")
+    assert "PYTHON_DISABLE_REMOTE_DEBUG" in on_node.pause_in_place(os.getpid())
+
+
+def test_the_handler_file_is_private_and_valid_python(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    written = Path(on_node._handler_file())
+    assert written.parent.stat().st_mode & 0o077 == 0  # only its owner may write there
+    compile(written.read_text(), str(written), "exec")
+
+
+def test_py_spy_on_a_process_that_exited_is_an_error_not_a_crash() -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    [(pid, answer)] = on_node.read_stacks([gone.pid], timeout=10).items()
+    assert pid == gone.pid and answer.keys() == {"error"} and answer["error"]
