@@ -43,3 +43,10 @@ def test_help_lists_every_command_and_explains_one() -> None:
     assert all(name in listing for name in commands.COMMANDS)
     assert commands.help_text("bt").startswith("w(here)")
     assert commands.help_text("nonsense") == "*** No help for 'nonsense'"
+
+
+def test_every_command_has_a_handler_but_interact_which_the_prompt_runs() -> None:
+    from raydap.bridge.client.pdb.handlers import HANDLERS
+
+    assert set(commands.COMMANDS) - set(HANDLERS) == {"interact"}
+    assert set(HANDLERS) <= set(commands.COMMANDS)
