@@ -69,14 +69,31 @@ async def _held_stack(holder: Holder, rid: str) -> list[Frame]:
     if upstream is None or upstream.state is not State.STOPPED:
         raise UpstreamError("not paused: its stack can be read only while it is stopped")
     _, frames = await asyncio.wait_for(upstream.stack(levels=MAX_FRAMES), PER_WORKER_TIMEOUT)
-    return [
-        Frame(
-            function=str(f.get("name") or "?"),
-            path=str((f.get("source") or {}).get("path") or "<unknown>"),
-            line=int(f.get("line") or 0),
-        )
-        for f in frames
-    ]
+    return innermost_first(
+        [
+            Frame(
+                function=str(f.get("name") or "?"),
+                path=str((f.get("source") or {}).get("path") or "<unknown>"),
+                line=int(f.get("line") or 0),
+            )
+            for f in frames
+        ]
+    )
+
+
+_POST_MORTEM = " (Current frame)"
+
+
+def innermost_first(frames: list[Frame]) -> list[Frame]:
+    """A stack innermost frame first. At a post-mortem stop debugpy lists the frame that
+    caught the exception (named ``... (Current frame)``) and then the traceback, outermost
+    first: turned round here, so the frame that raised is innermost, as everywhere else."""
+    if not frames or not frames[0].function.endswith(_POST_MORTEM):
+        return frames
+    caught = frames[0].model_copy(
+        update={"function": frames[0].function.removesuffix(_POST_MORTEM)}
+    )
+    return [*reversed(frames[1:]), caught]
 
 
 def running_record(task: TaskRow, worker: WorkerRow) -> BreakpointRecord:

@@ -38,3 +38,20 @@ def test_debugpy_and_py_spy_frames_of_one_line_merge_under_the_fuller_name() -> 
     tree = merge({"held": held, "running": running})
     [only] = tree.children
     assert only.function == "Worker.main_loop" and only.workers == ["held", "running"]
+
+
+def test_a_post_mortem_stack_is_turned_innermost_first() -> None:
+    """debugpy lists the catching frame, then the traceback outermost first."""
+    from raydap.bridge.workers.stacks import innermost_first
+
+    listed = [
+        Frame(function="execute_task (Current frame)", path="/ray/_raylet.pyx", line=2198),
+        Frame(function="execute_task", path="/ray/_raylet.pyx", line=2306),
+        Frame(function="divide", path="/job/demo.py", line=36),
+    ]
+    assert [(f.function, f.line) for f in innermost_first(listed)] == [
+        ("divide", 36),
+        ("execute_task", 2306),
+        ("execute_task", 2198),
+    ]
+    assert innermost_first(listed[1:]) == listed[1:]  # an ordinary stop is left as it is
