@@ -116,7 +116,7 @@ class Debugger:
                 raise SessionEnded(self.ended or "the bridge closed the connection")
             try:
                 await self.client.wait_more(self._seen, timeout=None if said else 1.0)
-            except TimeoutError:
+            except asyncio.TimeoutError:  # TimeoutError from 3.11 on
                 what = "the next paused worker" if self.follow else "the worker to stop"
                 self.out(f"... waiting for {what} (Ctrl-C leaves)")
                 said = True
