@@ -2,7 +2,7 @@
 the prompt is in, and the requests every command builds on.
 
 All of it runs on the event loop of the :class:`DapClient`; the prompt (``console``) calls
-in from the main thread. Commands themselves are in ``commands_impl``.
+in from the main thread. The commands themselves are in ``handlers``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
 def _read_local(path: str) -> str | None:
+    """The file's text where this terminal runs, if it is there (same machine, or a checkout)."""
     try:
         return Path(path).read_text(errors="replace") if Path(path).is_file() else None
     except OSError:
@@ -47,6 +48,8 @@ class Paused:
 
 @dataclass
 class Debugger:
+    """One ``raydap attach`` session: one worker, or every worker a follow session joins."""
+
     client: DapClient
     out: Callable[[str], None] = print
     #: A follow session: several workers, and ``c`` moves on to the next paused one.
