@@ -7,7 +7,6 @@ Ray's legacy debugger writes one ``RAY_PDB_<uuid>`` key per paused worker into G
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -16,7 +15,7 @@ from typing import Any
 import psutil
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from raydap.bridge.cluster.locate import gcs_client
+from raydap.bridge.cluster.locate import gcs_client, is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +93,6 @@ _EXTERNAL = (
 )
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def local_addresses() -> set[str]:
     return {a.address for addrs in psutil.net_if_addrs().values() for a in addrs}
 
@@ -116,7 +106,7 @@ async def pdb_address(
     else connecting would reach whatever listens on that port here."""
     if port is None:
         raise Unreachable("its pdb announced no port")
-    if not _is_loopback(host):
+    if not is_loopback(host):
         return host, port
     where = await node_ip(node_id) if node_id else None
     if where is None or where not in local_addresses():

@@ -7,6 +7,7 @@ address); otherwise the dashboard address the head records in GCS, for ``--addre
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,16 @@ from raydap.bridge.cluster import ray_auth
 
 class ClusterNotFound(Exception):
     """No Ray cluster could be found; the message says what to pass."""
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address: reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)

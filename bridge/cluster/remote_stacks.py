@@ -2,7 +2,8 @@
 
 Ray's dashboard can answer one worker's py-spy dump (``/worker/traceback``), but only where
 the head enables profiling, which Ray's defaults do not. So it is tried once, and otherwise
-(or after it said no) one zero-CPU task pinned to each node reads all of that node's workers.
+(or after it said no, or could not read the first worker) one zero-CPU task pinned to each
+node reads all of that node's workers.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class RemoteStacks:
 
         first_id, *rest = targets
         first = await one(targets[first_id])  # ProfilingDisabled ends the attempt here
+        if isinstance(first, str):  # enabled, but failing (py-spy missing on the agents?)
+            raise ProfilingDisabled(first)
         self._dashboard_profiling = True
         others = await asyncio.gather(*(one(targets[i]) for i in rest))
         return {first_id: first, **dict(zip(rest, others, strict=True))}

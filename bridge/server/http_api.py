@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -224,13 +225,23 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response(request.app[SERVICES].status())
 
 
-async def dap_socket(request: web.Request) -> web.StreamResponse:
-    services = request.app[SERVICES]
+@contextlib.contextmanager
+def _connection_slot(request: web.Request) -> Iterator[None]:
+    """One of the limited connections, for a long-lived socket (429 when none is left)."""
+    limiter = request.app[SERVICES].limiter
     address = request.remote or "?"
-    refused = services.limiter.acquire(address)
+    refused = limiter.acquire(address)
     if refused is not None:
         raise _error(web.HTTPTooManyRequests, refused)
     try:
+        yield
+    finally:
+        limiter.release(address)
+
+
+async def dap_socket(request: web.Request) -> web.StreamResponse:
+    services = request.app[SERVICES]
+    with _connection_slot(request):
         token: Token = request[TOKEN]
         return await endpoints.serve_dap(
             request,
@@ -240,8 +251,6 @@ async def dap_socket(request: web.Request) -> web.StreamResponse:
             audit=services.audit.record,
             handshake_timeout=services.handshake_timeout,
         )
-    finally:
-        services.limiter.release(address)
 
 
 async def pdb_socket(request: web.Request) -> web.StreamResponse:
@@ -252,17 +261,11 @@ async def pdb_socket(request: web.Request) -> web.StreamResponse:
         raise _error(
             web.HTTPForbidden, f"the token {token.name!r} may only look: use a debug token"
         )
-    address = request.remote or "?"
-    refused = services.limiter.acquire(address)
-    if refused is not None:
-        raise _error(web.HTTPTooManyRequests, refused)
-    try:
+    with _connection_slot(request):
         _audit(request, "pdb", worker=request.query.get("breakpoint", ""))
         return await pdb_relay.serve_pdb(
             request, services.holder.registry, services.node_ip or _no_nodes
         )
-    finally:
-        services.limiter.release(address)
 
 
 async def _no_nodes(node_id: str) -> str | None:

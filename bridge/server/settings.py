@@ -5,13 +5,14 @@ fields, so a setting is declared once, here.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from raydap.bridge.cluster.locate import is_loopback
 
 Port = Annotated[int, Field(ge=0, le=65535)]
 #: A list given as one comma-separated flag or variable.
@@ -24,15 +25,6 @@ def default_runtime_dir() -> Path:
     if runtime:
         return Path(runtime) / "raydap"
     return Path.home() / ".local" / "share" / "raydap" / "runtime"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class Settings(BaseSettings):

@@ -81,7 +81,10 @@ class OutsidePause:
             if injection.done() and (reason := injection.exception() or injection.result()):
                 raise PauseFailed(str(reason))
             await asyncio.sleep(0.05)
-        raise PauseFailed(f"{target.label} was not paused within {self.wait:g} s")
+        raise PauseFailed(
+            f"{target.label} was not paused within {self.wait:g} s: its main thread may be "
+            "blocked in native code; it pauses when it next runs Python"
+        )
 
     def _ended(self, injection: asyncio.Future[object]) -> None:
         self._injections.discard(injection)

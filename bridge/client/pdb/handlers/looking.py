@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from raydap.bridge.client.pdb import source
 from raydap.bridge.client.pdb.debugger import Debugger
 from raydap.bridge.client.pdb.handlers.registry import STAY, Next, handles
@@ -81,45 +83,50 @@ async def do_retval(dbg: Debugger, argument: str) -> Next:
     return STAY
 
 
-@handles("list")
-async def do_list(dbg: Debugger, argument: str) -> Next:
+async def _list(
+    dbg: Debugger, lines_to_show: Callable[[list[str], int, str], tuple[int, int] | None]
+) -> None:
+    """List the lines ``lines_to_show(lines, current line, function)`` picks, as pdb does."""
     lines = await dbg.lines(dbg.frame)
-    path, current, _ = dbg.where(dbg.frame)
+    path, current, function = dbg.where(dbg.frame)
     if lines is None:
         dbg.out(f"*** cannot read {path}")
-        return STAY
-    if argument and argument != ".":
-        try:
-            numbers = [int(part) for part in argument.split(",")]
-        except ValueError:
-            dbg.out(f"*** Error in argument: {argument!r}")
-            return STAY
-        first = max(1, numbers[0] - 5) if len(numbers) == 1 else numbers[0]
-        last = first + 10 if len(numbers) == 1 else numbers[1]
-        last = first + last if last < first else last  # ``l 10, 3``: three lines from 10
-    elif dbg.list_next is None or argument == ".":
-        first = max(1, current - 5)
-        last = first + 10
-    else:
-        first = dbg.list_next
-        last = first + 10
-    if first > len(lines):
-        dbg.out("[EOF]")
-        return STAY
+        return
+    shown = lines_to_show(lines, current, function)
+    if shown is None:
+        return
     breaks = [b.line for b in dbg.breakpoints if b.path == path and not b.function]
-    dbg.out(source.listing(lines, first, last, current, breaks))
-    dbg.list_next = min(last, len(lines)) + 1
+    dbg.out(source.listing(lines, *shown, current, breaks))
+
+
+@handles("list")
+async def do_list(dbg: Debugger, argument: str) -> Next:
+    def around(lines: list[str], current: int, function: str) -> tuple[int, int] | None:
+        if argument and argument != ".":
+            try:
+                numbers = [int(part) for part in argument.split(",")]
+            except ValueError:
+                dbg.out(f"*** Error in argument: {argument!r}")
+                return None
+            first = max(1, numbers[0] - 5) if len(numbers) == 1 else numbers[0]
+            last = first + 10 if len(numbers) == 1 else numbers[1]
+            last = first + last if last < first else last  # ``l 10, 3``: three lines from 10
+        else:
+            repeat = dbg.list_next is not None and argument != "."
+            first = dbg.list_next if repeat and dbg.list_next else max(1, current - 5)
+            last = first + 10
+        if first > len(lines):
+            dbg.out("[EOF]")
+            return None
+        dbg.list_next = min(last, len(lines)) + 1
+        return first, last
+
+    await _list(dbg, around)
     return STAY
 
 
 @handles("longlist")
 async def do_longlist(dbg: Debugger, argument: str) -> Next:
-    lines = await dbg.lines(dbg.frame)
-    path, current, function = dbg.where(dbg.frame)
-    if lines is None:
-        dbg.out(f"*** cannot read {path}")
-        return STAY
-    first, last = source.function_range("\n".join(lines), current, function)
-    breaks = [b.line for b in dbg.breakpoints if b.path == path and not b.function]
-    dbg.out(source.listing(lines, first, last, current, breaks))
+    await _list(dbg, lambda lines, current, function: source.function_range(
+        "\n".join(lines), current, function))  # fmt: skip
     return STAY

@@ -6,7 +6,7 @@ from typing import Any
 
 from raydap.bridge.client.pdb import commands, evaluation
 from raydap.bridge.client.pdb.debugger import Debugger
-from raydap.bridge.client.pdb.handlers.registry import QUIT, RESUMED, STAY, Next, handles
+from raydap.bridge.client.pdb.handlers.registry import QUIT, RESUMED, STAY, Handler, Next, handles
 
 
 @handles("help")
@@ -67,24 +67,17 @@ async def resume(dbg: Debugger, command: str, arguments: dict[str, Any] | None =
     return RESUMED
 
 
-@handles("step")
-async def do_step(dbg: Debugger, argument: str) -> Next:
-    return await resume(dbg, "stepIn")
+def _resumes(dap_command: str) -> Handler:
+    async def handler(dbg: Debugger, argument: str) -> Next:
+        return await resume(dbg, dap_command)
+
+    return handler
 
 
-@handles("next")
-async def do_next(dbg: Debugger, argument: str) -> Next:
-    return await resume(dbg, "next")
-
-
-@handles("return")
-async def do_return(dbg: Debugger, argument: str) -> Next:
-    return await resume(dbg, "stepOut")
-
-
-@handles("continue")
-async def do_continue(dbg: Debugger, argument: str) -> Next:
-    return await resume(dbg, "continue")
+for _name, _dap_command in (
+    ("step", "stepIn"), ("next", "next"), ("return", "stepOut"), ("continue", "continue"),
+):  # fmt: skip
+    handles(_name)(_resumes(_dap_command))
 
 
 @handles("until")
