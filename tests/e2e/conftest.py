@@ -21,12 +21,21 @@ from typing import Any
 
 import pytest
 
+from bench.run import ptrace_refusal
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.server import connection_file
 from tests.conftest import runtime_dir
 
 JOBS = Path(__file__).with_name("jobs")
 pytestmark = pytest.mark.e2e
+
+
+def require_ptrace() -> None:
+    """Skip a test of reading or pausing running workers where this machine forbids it
+    (those features need ptrace on the node; the test says why it did not run)."""
+    refusal = ptrace_refusal()
+    if refusal is not None:
+        pytest.skip(f"py-spy and gdb need ptrace, which this machine refuses: {refusal}")
 
 
 def require_tools(*paths: Path, make: str = "make e2e-tools") -> None:

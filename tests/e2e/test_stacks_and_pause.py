@@ -18,7 +18,7 @@ from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.driver import RayDriver
 from raydap.bridge.cluster.remote_stacks import RemoteStacks, Target
 from tests.conftest import Connect
-from tests.e2e.conftest import BridgeProcess, Job, break_line
+from tests.e2e.conftest import BridgeProcess, Job, break_line, require_ptrace
 
 
 def nodes(tree: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -42,6 +42,7 @@ def wait_for_stacks(bridge: BridgeProcess, job_id: str, count: int) -> dict[str,
 async def test_every_ranks_stack_merged_then_a_waiting_rank_paused_from_outside(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
+    require_ptrace()
     job = run_job("hung_ranks.py")
     answer = wait_for_stacks(bridge, job.job_id, 3)
 
@@ -101,6 +102,7 @@ def remote_stacks(ray_head: LocalRay) -> Iterator[RemoteStacks]:
 async def test_a_worker_that_exited_before_it_was_read_lands_in_failed(
     ray_head: LocalRay, remote_stacks: RemoteStacks
 ) -> None:
+    require_ptrace()
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     node_id = await _head_node(ray_head)
