@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticUndefined
 
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
+from raydap.bridge.client.pdb.evaluation import last_line
 from raydap.bridge.client.render import breakpoints_table, stack_tree, table
 from raydap.bridge.server.settings import Settings, cli_fields
 
@@ -287,16 +288,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not results:
         print("no paused workers match")
         return 1
-    rows = [[r["id"], r["result"] if "result" in r else f"error: {_last_line(r['error'])}"]
+    rows = [[r["id"], r["result"] if "result" in r else f"error: {last_line(r['error'])}"]
             for r in results]  # fmt: skip
     print(table(["ID", args.expression], rows))
     return 0 if all("result" in r for r in results) else 1
-
-
-def _last_line(text: str) -> str:
-    """The exception line of a traceback (debugpy answers a failed evaluate with all of it)."""
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else text
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:

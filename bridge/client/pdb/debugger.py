@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from raydap.adapter.mux import MAX_SOURCE_BYTES
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.pdb import evaluation, source
 from raydap.bridge.client.pdb.breakpoints import BreakpointTable
 
 _LABEL = re.compile(r"^(?P<task>.*) \(pid (?P<pid>\d+)(?: on [^)]*)?\)$")
 _SHOWN_OUTPUT = {"stdout", "stderr", "console", "important"}
-#: Source files larger than this are not read through the worker (as the bridge does).
-MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
 def _read_local(path: str) -> str | None:
