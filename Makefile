@@ -46,7 +46,7 @@ TYPECHECK := $(VENV)/typecheck
 
 typecheck: $(STAMP)
 	@mkdir -p $(TYPECHECK)/raydap
-	@for folder in protocol adapter bridge; do ln -sfn "$(CURDIR)/$$folder" $(TYPECHECK)/raydap/$$folder; done
+	@for folder in protocol adapter bridge live; do ln -sfn "$(CURDIR)/$$folder" $(TYPECHECK)/raydap/$$folder; done
 	MYPYPATH=$(TYPECHECK) $(BIN)/mypy -p raydap
 
 unit: $(STAMP)

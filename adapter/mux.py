@@ -44,6 +44,11 @@ class Worker:
 
     key: str
     upstream: Upstream
+    #: Held while it runs (``raydap.live``): it joins running, and what the session set in
+    #: it is taken out again when the client disconnects.
+    live: bool = False
+    #: Its working directory if known before it stops (its Ray package, for path mapping).
+    working_dir: str | None = None
 
     @property
     def label(self) -> str:
@@ -125,6 +130,7 @@ class WorkerMux:
         self._unopenable_refs: dict[tuple[str, str], int] = {}
         self._configuration: dict[tuple[str, str], Request] = {}
         self._joining: set[asyncio.Task[None]] = set()
+        self._leaving: set[asyncio.Future[Response]] = set()  # outlive the session on purpose
         self._closed = False
 
     # -- workers coming and going -----------------------------------------------------------
@@ -147,6 +153,21 @@ class WorkerMux:
             worker.upstream.remove_client(self)
         self.workers.clear()
         self._by_upstream.clear()
+
+    def take_back_breakpoints(self) -> None:
+        """The client disconnected: remove the breakpoints it set from the live workers, which
+        run on (paused workers keep theirs; their next stop is theirs to debug)."""
+        cleared = [
+            request.model_copy(update={"arguments": {**request.args, "breakpoints": []}})
+            for (command, _), request in self._configuration.items()
+            if command in ("setBreakpoints", "setFunctionBreakpoints")
+        ]
+        for worker in self.workers.values():
+            if worker.live:
+                for request in cleared:
+                    task = asyncio.ensure_future(self._forward(worker, request))
+                    self._leaving.add(task)
+                    task.add_done_callback(self._leaving.discard)
 
     def _on_join(self, worker: Worker) -> None:
         if self._closed or worker.key in self.workers:
@@ -171,6 +192,7 @@ class WorkerMux:
         The stops are replayed after the awaits and in the same step as subscribing, so a stop
         that happens meanwhile is shown exactly once."""
         await self._learn_paths(worker)
+        running_threads = await self._running_threads(worker)
         for request in list(self._configuration.values()):
             try:
                 await self._forward(worker, request)
@@ -186,17 +208,37 @@ class WorkerMux:
         elif worker.upstream.process_event is not None:
             self.upstream_event(worker.upstream, worker.upstream.process_event)
         stops = list(worker.upstream.stops.values())
-        for thread_id in dict.fromkeys((stop.body or {}).get("threadId") for stop in stops):
+        stopped: list[object] = [(stop.body or {}).get("threadId") for stop in stops]
+        for thread_id in dict.fromkeys([*stopped, *running_threads]):
             if isinstance(thread_id, int):  # clients learn of threads without asking
                 started = {"reason": "started", "threadId": thread_id}
                 self._send(event("thread", self._to_client(worker, started)))
         for stop in stops:
             self.upstream_event(worker.upstream, stop)
 
+    async def _running_threads(self, worker: Worker) -> list[int]:
+        """The threads of a worker that joins running (a live one), to announce: its main
+        thread, or all of them for a session that shows all threads."""
+        if worker.upstream.stops:
+            return []
+        try:
+            answer = await worker.upstream.request("threads")
+        except UpstreamError:
+            return []
+        threads = (answer.body or {}).get("threads") or [] if answer.success else []
+        return [
+            t["id"] for t in threads
+            if isinstance(t.get("id"), int) and (self._all_threads or t.get("name") == "MainThread")
+        ]  # fmt: skip
+
     async def _learn_paths(self, worker: Worker) -> None:
-        """Read the stack once so the worker's package directory is known before breakpoints
-        are mapped to it."""
+        """Learn the worker's package directory (from the directory a live worker reports,
+        or by reading the stack once) before breakpoints are mapped to it."""
         if not self._paths.active:
+            return
+        if worker.working_dir:
+            self._paths.to_client(worker.key, worker.working_dir)
+        if not worker.upstream.stops:
             return
         try:
             _, frames = await worker.upstream.stack(levels=50)

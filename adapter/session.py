@@ -168,6 +168,7 @@ class ClientSession:
             self._send(response_to(request))
             if self.mux is not None:
                 self._audit("detach")
+                self.mux.take_back_breakpoints()
             self._leave()
         elif self.mux is None:
             self._fail(request, "send 'attach' first")

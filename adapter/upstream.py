@@ -21,7 +21,8 @@ from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
 from raydap.adapter.requests import RequestEngine
-from raydap.protocol import Event, ProtocolError, Request, Response, command, event
+from raydap.protocol import Event, ProtocolError, Request, Response, Route, event
+from raydap.protocol import command as command_info
 
 log = logging.getLogger(__name__)
 _ATTACH = {"justMyCode": False, "subProcess": False, "showReturnValue": True}
@@ -83,6 +84,9 @@ class Upstream:
         self._reader: asyncio.Task[None] | None = None
         self._detaching = ""  # why, while detaching
         self._background: set[asyncio.Future[Any]] = set()
+        #: Told of every breakpoint configuration the worker accepted (``setBreakpoints`` and
+        #: the like, as sent to it), so the bridge can keep what a live worker has.
+        self.on_configured: Callable[[str, dict[str, Any]], None] | None = None
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -90,8 +94,9 @@ class Upstream:
         """Begin reading from the worker."""
         self._reader = asyncio.create_task(self._read_loop(), name=f"upstream {self.name}")
 
-    async def handshake(self, *, timeout: float = 10.0) -> None:
-        """Attach as debugpy's client and wait until the worker reports where it stopped.
+    async def handshake(self, *, timeout: float = 10.0, expect_stop: bool = True) -> None:
+        """Attach as debugpy's client and wait until the worker reports where it stopped
+        (unless ``expect_stop`` is false: a live worker runs on, attached).
 
         Order matters to debugpy 1.8: it answers ``attach`` only after ``configurationDone``,
         sends ``initialized`` only when the attach arguments are not empty, and reports a
@@ -126,7 +131,10 @@ class Upstream:
             )
             await self.request("configurationDone", timeout=timeout)
             await attach
-            await asyncio.wait_for(self._first_stop.wait(), timeout)
+            if expect_stop:
+                await asyncio.wait_for(self._first_stop.wait(), timeout)
+            elif self.state is State.CONNECTING:
+                self.state = State.RUNNING
         except BaseException:
             attach.cancel()
             raise
@@ -173,6 +181,9 @@ class Upstream:
             response = await self._exchange(command, arguments, timeout)
             if response.success:
                 self.cache.after_request(command, arguments)
+                configures = command_info(command).route is Route.BROADCAST
+                if configures and self.on_configured is not None:
+                    self.on_configured(command, dict(arguments or {}))
             return response
         answer = self.cache.get(key)
         if answer is None:
@@ -232,7 +243,7 @@ class Upstream:
     def _on_answer(self, request: Request, response: Response) -> None:
         # Applied here, in wire order: the worker may stop again right after resuming, and
         # that stopped event may be read before the requester's coroutine runs again.
-        if response.success and command(request.command).resumes:
+        if response.success and command_info(request.command).resumes:
             self._resumed(request.args.get("threadId"), response.body)
 
     def _on_event(self, message: Event) -> None:

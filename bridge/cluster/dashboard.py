@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 _PAUSED = {"filter_keys": "num_paused_threads", "filter_predicates": "!=", "filter_values": "0"}
+_LISTENING = {"filter_keys": "debugger_port", "filter_predicates": "!=", "filter_values": "0"}
 
 
 class DashboardError(Exception):
@@ -98,6 +99,14 @@ class DashboardClient:
         rows = await self._state_rows("/api/v0/workers", {**_PAUSED, "limit": str(self._limit)})
         workers = [_validate(WorkerRow, row) for row in rows]
         return [w for w in workers if w.is_alive and w.debugger_port and w.num_paused_threads]
+
+    async def running_listeners(self) -> list[WorkerRow]:
+        """Live workers with a debugpy port open that are not paused in it (``raydap.live``
+        workers, and workers that paused once and run on)."""
+        query = {**_LISTENING, "limit": str(self._limit)}
+        workers = [_validate(WorkerRow, row) for row in await self._state_rows(
+            "/api/v0/workers", query)]  # fmt: skip
+        return [w for w in workers if w.is_alive and w.debugger_port and not w.num_paused_threads]
 
     async def running_task(self, worker_id: str) -> TaskRow | None:
         """The task a worker is running now (to name it by task or ``Actor.method``)."""

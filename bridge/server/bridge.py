@@ -21,6 +21,7 @@ from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.discovery import Discovery
 from raydap.bridge.cluster.driver import RayDriver
 from raydap.bridge.cluster.legacy import LegacyPdbDiscovery
+from raydap.bridge.cluster.live_marks import GcsMarks, Marks
 from raydap.bridge.cluster.locate import Cluster
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.server import connection_file
@@ -35,6 +36,7 @@ from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers import legacy as legacy_records
 from raydap.bridge.workers.follow import resolve
 from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.live import LiveWorkers
 from raydap.bridge.workers.outside_pause import OutsidePause
 from raydap.bridge.workers.registry import Registry
 
@@ -44,8 +46,9 @@ log = logging.getLogger(__name__)
 class Bridge:
     """The daemon: give it settings and the cluster, ``start`` it, ``stop`` it."""
 
-    def __init__(self, settings: Settings, cluster: Cluster) -> None:
-        """Raises TokenError for token settings that cannot be used."""
+    def __init__(self, settings: Settings, cluster: Cluster, marks: Marks | None = None) -> None:
+        """Raises TokenError for token settings that cannot be used. Live workers are found
+        through ``marks`` (GCS's by default; none without a GCS address)."""
         self.settings = settings
         self.cluster = cluster
         self.registry = Registry()
@@ -71,6 +74,18 @@ class Bridge:
             on_poll=self.holder.still_paused,
             interval=settings.poll_interval,
             observe=self.metrics.discovery_poll,
+        )
+        if marks is None and cluster.gcs_address:
+            marks = GcsMarks(cluster.gcs_address)
+        self.live = (
+            LiveWorkers(
+                self.holder,
+                self.dashboard.running_listeners,
+                marks,
+                running_tasks=self.dashboard.running_tasks,
+            )
+            if marks
+            else None
         )
         self.resolve = functools.partial(resolve, self.holder, job_status=self.dashboard.job_status)
         # Reading stacks and pausing in place run on the workers' nodes (joined on first use).
@@ -170,6 +185,9 @@ class Bridge:
             asyncio.create_task(self.discovery.run(), name="discovery"),
             asyncio.create_task(self._expire_loop(), name="hold timeout"),
         ]
+        if self.live is not None:
+            every = settings.live_poll_interval
+            self._tasks.append(asyncio.create_task(self.live.run(every), name="live workers"))
         if self.cluster.gcs_address:
             legacy = LegacyPdbDiscovery(
                 self.cluster.gcs_address, functools.partial(legacy_records.reconcile, self.registry)
@@ -203,6 +221,8 @@ class Bridge:
                 await task
         await self.dap.close()
         await self.outside_pause.close()
+        if self.live is not None:
+            await self.live.close()
         await self.holder.close()
         await self.ray_driver.close()
         if self._runner is not None:

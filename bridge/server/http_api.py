@@ -135,9 +135,25 @@ async def authenticate(
 
 
 async def list_breakpoints(request: web.Request) -> web.Response:
+    """Paused workers (live ones only while paused: ``/api/v1/workers`` has them all)."""
     holder = request.app[SERVICES].holder
-    records = [r.model_dump(mode="json") for r in holder.registry.records()]
+    records = [
+        r.model_dump(mode="json")
+        for r in holder.registry.records()
+        if not (r.live and r.state == "running")
+    ]
     return web.json_response({"breakpoints": records})
+
+
+async def list_workers(request: web.Request) -> web.Response:
+    """Every held worker, running or paused, by the same ids as ``/api/v1/breakpoints``."""
+    holder = request.app[SERVICES].holder
+    workers = [
+        {**r.model_dump(mode="json"), "state": r.shown_state}
+        for r in holder.registry.records()
+        if r.id in holder.upstreams
+    ]
+    return web.json_response({"workers": workers})
 
 
 async def get_breakpoint(request: web.Request) -> web.Response:
@@ -168,6 +184,17 @@ async def continue_group(request: web.Request) -> web.Response:
     for rid in ids:
         _audit(request, "continue", worker=rid)
     return web.json_response({"continued": ids})
+
+
+async def pause_group(request: web.Request) -> web.Response:
+    """Pause every held worker of a filter that runs (live workers), through its debugpy."""
+    body: ContinueBody = await _body(request, ContinueBody)
+    outcomes = await group.pause_all(request.app[SERVICES].holder, body.filter)
+    for rid, _ in outcomes:
+        _audit(request, "pause", worker=rid)
+    paused = [rid for rid, why in outcomes if why is None]
+    failed = [{"id": rid, "reason": why} for rid, why in outcomes if why is not None]
+    return web.json_response({"paused": paused, "failed": failed})
 
 
 async def evaluate_group(request: web.Request) -> web.Response:
@@ -291,7 +318,9 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_post("/api/v1/evaluate", evaluate_group)
     app.router.add_get("/api/v1/snapshot", snapshot)
     app.router.add_get("/api/v1/stacks", merged_stacks)
+    app.router.add_get("/api/v1/workers", list_workers)
     app.router.add_post("/api/v1/workers/{id}/pause", pause_worker)
+    app.router.add_post("/api/v1/pause", pause_group)
     app.router.add_get("/api/v1/events", events_socket)
     app.router.add_get("/dap", dap_socket)
     app.router.add_get("/pdb", pdb_socket)

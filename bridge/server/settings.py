@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     port: Port = Field(7800, description="HTTP/WebSocket port; 0 picks a free one")
     dap_port: Port = Field(7801, description="DAP TCP port; 0 picks a free one")
     poll_interval: float = Field(0.1, gt=0, le=60, description="seconds between discovery polls")
+    live_poll_interval: float = Field(
+        0.5, gt=0, le=60, description="seconds between looks for new raydap.live workers"
+    )
     hold_timeout: float | None = Field(None, gt=0, description="resume untouched workers after s")
     request_timeout: float = Field(30.0, gt=0, description="seconds a worker has to answer")
     handshake_timeout: float = Field(10.0, gt=0, description="seconds a client has to attach")

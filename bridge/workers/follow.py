@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from raydap.adapter import AttachError, SingleWorker, State, Worker, WorkerFeed
+from raydap.adapter import AttachError, SingleWorker, State, Upstream, Worker, WorkerFeed
 from raydap.bridge.cluster.dashboard import DashboardError
 from raydap.bridge.workers.filters import BadFilter, WorkerFilter, parse_filter
 from raydap.bridge.workers.holder import Holder
@@ -85,14 +85,20 @@ class FollowFeed:
                 self._offer(change.record)
 
     def _offer(self, record: BreakpointRecord) -> None:
-        """Only a stopped worker joins: one continued a moment ago is still held (the detach
-        grace) but has nothing to show until it stops again, and then it is offered again."""
+        """A stopped worker joins, and a live one that runs. One continued a moment ago is
+        still held (the detach grace) but has nothing to show until it stops again, and then
+        it is offered again."""
         upstream = self.holder.upstreams.get(record.id)
-        if record.id in self._joined or upstream is None or upstream.state is not State.STOPPED:
+        if record.id in self._joined or upstream is None:
             return
-        if self.where.matches(record):
+        shown = upstream.state is State.STOPPED or (record.live and upstream.state is State.RUNNING)
+        if shown and self.where.matches(record):
             self._joined.add(record.id)
-            self._join(Worker(record.id, upstream))
+            self._join(worker_of(record, upstream))
+
+
+def worker_of(record: BreakpointRecord, upstream: Upstream) -> Worker:
+    return Worker(record.id, upstream, live=record.live, working_dir=record.working_dir)
 
 
 def follow_filter(arguments: dict[str, Any]) -> WorkerFilter:
@@ -128,5 +134,8 @@ async def resolve(
         if not isinstance(wanted, str) or not wanted:
             raise AttachError('"breakpoint" is a worker id or its prefix (`raydap list`)')
         record_id, upstream = await holder.held_worker(wanted)
-        return SingleWorker(Worker(record_id, upstream))
+        record = holder.registry.get(record_id)
+        if record is None:
+            raise AttachError(f"worker {record_id} has just left")
+        return SingleWorker(worker_of(record, upstream))
     return FollowFeed(holder, follow_filter(arguments), job_status)

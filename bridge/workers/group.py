@@ -1,4 +1,4 @@
-"""Commands over many held workers at once: continue, evaluate, snapshot.
+"""Commands over many held workers at once: continue, pause, evaluate, snapshot.
 
 SPMD jobs (FSDP ranks, NCCL collectives) hang when one rank runs while the others stay paused,
 so these act on every matching worker concurrently rather than one after another.
@@ -45,6 +45,31 @@ async def continue_all(holder: Holder, where: WorkerFilter) -> list[str]:
     results = await asyncio.gather(*(holder.resume(rid) for rid in ids), return_exceptions=True)
     resumed = zip(ids, results, strict=True)
     return [rid for rid, result in resumed if not isinstance(result, BaseException)]
+
+
+async def pause_held(upstream: Upstream) -> None:
+    """Pause a held worker that runs (a live one) through its debugpy, at its current line:
+    the ``stopped`` event then arrives on the held connection as any stop does."""
+    threads = await upstream.request("threads")
+    listed = (threads.body or {}).get("threads") or [] if threads.success else []
+    main = next((t for t in listed if t.get("name") == "MainThread"), listed[0] if listed else {})
+    response = await upstream.request("pause", {"threadId": main.get("id", 0)})
+    if not response.success:
+        raise UpstreamError(response.message or "debugpy refused to pause")
+
+
+async def pause_all(holder: Holder, where: WorkerFilter) -> list[tuple[str, str | None]]:
+    """Pause every matching held worker that runs, at once: each id, with why not if not."""
+    chosen = [
+        (record.id, upstream)
+        for record in holder.registry.records()
+        if (upstream := holder.upstreams.get(record.id)) is not None
+        and upstream.state is State.RUNNING
+        and where.matches(record)
+    ]
+    answers = await _each(chosen, pause_held)
+    return [(rid, str(answer) if isinstance(answer, UpstreamError) else None)
+            for rid, answer in answers]  # fmt: skip
 
 
 async def _evaluate_one(upstream: Upstream, expression: str) -> str:

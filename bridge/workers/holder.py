@@ -13,10 +13,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from raydap.adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
 from raydap.bridge.cluster.discovery import PausedWorker
+from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.keeper import RecordKeeper
 from raydap.bridge.workers.naming import RayState
 from raydap.bridge.workers.policy import HoldPolicy
@@ -34,6 +35,14 @@ RETRY_AFTER = 5.0
 
 class ResumeFailed(Exception):
     """A held worker that could not be continued (already running, or debugpy said no)."""
+
+
+class LiveHooks(Protocol):
+    """What happens around a live worker's hold (:mod:`.live`)."""
+
+    async def held(self, rid: str, upstream: Upstream) -> None: ...
+
+    def released(self, record: BreakpointRecord) -> None: ...
 
 
 def record_id(worker_id: str) -> str:
@@ -66,6 +75,7 @@ class Holder:
         self._holding: dict[str, asyncio.Future[Upstream]] = {}
         self._failed_at: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.live_hooks: LiveHooks | None = None
 
     # -- discovery side ---------------------------------------------------------------------
 
@@ -86,8 +96,9 @@ class Holder:
                 self.registry.remove(record.id)
                 self._failed_at.pop(record.id, None)
 
-    def hold(self, paused: PausedWorker) -> None:
-        """Start holding a newly discovered worker (returns at once)."""
+    def hold(self, paused: PausedWorker, live: LiveMark | None = None) -> None:
+        """Start holding a newly discovered worker (returns at once): a paused one, or with
+        ``live`` a ``raydap.live`` worker that runs, held without pausing it."""
         worker = paused.worker
         record = BreakpointRecord(
             id=record_id(worker.worker_id),
@@ -98,6 +109,8 @@ class Holder:
             worker_type=worker.worker_type,
             debugger_port=worker.debugger_port,
             paused_since=paused.seen_at,
+            live=live is not None,
+            working_dir=live.cwd if live else None,
         )
         if (self.registry.get(record.id) or record).state != "failed":
             self.registry.put(record)  # a failed one stays listed as such while retried
@@ -121,9 +134,13 @@ class Holder:
             return
         finally:
             self._holding.pop(record.id, None)
+        if record.live:
+            self.policy.keep(record.id)
+            if self.live_hooks is not None:
+                await self.live_hooks.held(record.id, upstream)
         self.upstreams[record.id] = upstream
         self.policy.touch(record.id)
-        log.info("holding %s (%s)", record.id, record.label)
+        log.info("holding %s (%s)%s", record.id, record.label, " live" if record.live else "")
         waiter.set_result(upstream)
         self._changed(record.id, upstream)
 
@@ -149,7 +166,7 @@ class Holder:
             observe=self._observe_request,
         )
         try:
-            await upstream.handshake(timeout=self.handshake_timeout)
+            await upstream.handshake(timeout=self.handshake_timeout, expect_stop=not record.live)
         except asyncio.TimeoutError:
             await upstream.close("handshake failed")
             raise UpstreamError(
@@ -167,7 +184,10 @@ class Holder:
         if upstream.state is State.CLOSED:
             self.upstreams.pop(rid, None)
             self.policy.forget(rid)
+            record = self.registry.get(rid)
             self.registry.remove(rid)
+            if record is not None and record.live and self.live_hooks is not None:
+                self.live_hooks.released(record)
             log.info("released %s: %s", rid, upstream.close_reason)
             return
         self.policy.update(rid, upstream)

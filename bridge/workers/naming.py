@@ -55,13 +55,13 @@ class Namer:
             return None
         task = await self.ray.running_task(record.worker_id)
         if task is not None and task.state == "RUNNING":
-            return _from_task(task)
+            return from_task(task)
         actor = await self._actor(record)
         if actor is not None and actor.class_name.startswith(SERVE_PREFIX):
             return _serve_replica(actor)
         if actor is not None and actor.class_name == TRAIN_WORKER:
             return await _train_worker(actor, upstream)
-        return _from_task(task) if last_try and task is not None else None
+        return from_task(task) if last_try and task is not None else None
 
     async def _actor(self, record: BreakpointRecord) -> ActorRow | None:
         if record.pid is None:
@@ -77,7 +77,7 @@ class Namer:
         return actor
 
 
-def _from_task(task: TaskRow) -> dict[str, Any]:
+def from_task(task: TaskRow) -> dict[str, Any]:
     name = task.name or task.func_or_class_name
     return {
         "task_id": task.task_id,

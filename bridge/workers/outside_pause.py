@@ -1,5 +1,8 @@
 """Pause a running worker that never reached a ``breakpoint()``: from outside, on its node.
 
+A worker the bridge holds while it runs (``raydap.live``) is paused through its debugpy
+instead, at once (:func:`.group.pause_held`).
+
 A zero-CPU task pinned to the worker's node injects a pause into it (gdb, or
 ``sys.remote_exec`` on Python 3.14+; :func:`raydap.bridge.cluster.on_node.pause_in_place`),
 which opens Ray's own debugpy listener, so discovery finds and holds the worker as it does any
@@ -14,9 +17,11 @@ import asyncio
 import logging
 import time
 
+from raydap.adapter import State, UpstreamError
 from raydap.bridge.cluster import on_node
 from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError
 from raydap.bridge.cluster.driver import DriverUnavailable, RayDriver
+from raydap.bridge.workers.group import pause_held
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.stacks import running_record
@@ -64,8 +69,15 @@ class OutsidePause:
         held = [r for r in self.holder.registry.records() if r.id.startswith(wanted)]
         if any(r.state == "held" for r in held):
             raise AlreadyPaused(f"{held[0].id} is already paused: attach to it")
-        target = await self._running_worker(wanted)
         started = time.monotonic()
+        upstream = self.holder.upstreams.get(held[0].id) if len(held) == 1 else None
+        if upstream is not None and upstream.state is State.RUNNING:
+            try:
+                await pause_held(upstream)
+            except UpstreamError as exc:
+                raise PauseFailed(f"{held[0].label} did not pause: {exc}") from None
+            return await self._until_paused(held[0].id, started)
+        target = await self._running_worker(wanted)
         try:
             injection = await self.driver.start_on_node(
                 target.node_id or "", on_node.pause_in_place, target.pid
@@ -74,15 +86,25 @@ class OutsidePause:
             raise PauseFailed(str(exc)) from None
         self._injections.add(injection)
         injection.add_done_callback(self._ended)
+        return await self._until_paused(target.id, started, injection)
+
+    async def _until_paused(
+        self, rid: str, started: float, injection: asyncio.Future[object] | None = None
+    ) -> BreakpointRecord:
+        """The record once it is listed as paused, with where (or PauseFailed saying why)."""
         while time.monotonic() - started < self.wait:
-            record = self.holder.registry.get(target.id)
+            record = self.holder.registry.get(rid)
             if record is not None and record.state == "held" and record.location is not None:
                 return record
-            if injection.done() and (reason := injection.exception() or injection.result()):
-                raise PauseFailed(str(reason))
-            await asyncio.sleep(0.05)
+            if (
+                injection
+                and injection.done()
+                and (why := injection.exception() or injection.result())
+            ):
+                raise PauseFailed(str(why))
+            await asyncio.sleep(0.02)
         raise PauseFailed(
-            f"{target.label} was not paused within {self.wait:g} s: its main thread may be "
+            f"worker {rid} was not paused within {self.wait:g} s: its main thread may be "
             "blocked in native code; it pauses when it next runs Python"
         )
 

@@ -27,6 +27,7 @@ class HoldPolicy:
         self.detach_grace = detach_grace
         self._touched: dict[str, float] = {}
         self._idle: set[str] = set()
+        self._kept: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def touch(self, rid: str) -> None:
@@ -35,10 +36,17 @@ class HoldPolicy:
 
     def forget(self, rid: str) -> None:
         self._touched.pop(rid, None)
+        self._kept.discard(rid)
+
+    def keep(self, rid: str) -> None:
+        """Never detach this worker when it runs (a live worker, held for its life)."""
+        self._kept.add(rid)
 
     def update(self, rid: str, upstream: Upstream) -> None:
         """The worker's state changed: detach it soon if it now runs unwatched."""
-        if upstream.state is State.RUNNING and not upstream.clients and rid not in self._idle:
+        if rid in self._kept or rid in self._idle:
+            return
+        if upstream.state is State.RUNNING and not upstream.clients:
             self._idle.add(rid)
             task = asyncio.create_task(self._detach_if_idle(rid, upstream))
             self._tasks.add(task)

@@ -46,6 +46,15 @@ class BreakpointRecord(BaseModel):
     exception: ExceptionInfo | None = None
     clients: int = 0
     error: str | None = None
+    #: A ``raydap.live`` worker: held while it runs, for its whole life.
+    live: bool = False
+    #: Its working directory, as a live worker reports it (maps editor paths before a stop).
+    working_dir: str | None = None
+
+    @property
+    def shown_state(self) -> str:
+        """``paused`` or ``running`` for a held worker (``connecting``, ``failed`` else)."""
+        return {"held": "paused", "discovered": "connecting"}.get(self.state, self.state)
 
     @property
     def label(self) -> str:

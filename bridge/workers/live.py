@@ -1,0 +1,189 @@
+"""Live workers: ``raydap.live`` workers held while they run, for their whole life.
+
+Such a worker has its debugpy port open from the start. This finds the ones that are running
+(their open port, and the mark :mod:`raydap.live` left in GCS beside it), has the holder attach
+to each without pausing it, and keeps the breakpoints they were given: every live worker held
+later gets them too, and they are kept in GCS so a bridge that restarts gives them back.
+A live worker's ``breakpoint()`` then arrives on the held connection at once, as a stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from raydap.adapter import Upstream, UpstreamError
+from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
+from raydap.bridge.cluster.discovery import PausedWorker
+from raydap.bridge.cluster.live_marks import Marks
+from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.naming import from_task
+from raydap.bridge.workers.records import BreakpointRecord
+
+log = logging.getLogger(__name__)
+
+#: Each kept configuration, by what a later one of the same kind replaces: DAP sets
+#: breakpoints per source file, and function and exception breakpoints as a whole.
+ConfigurationKey = tuple[str, str]
+
+
+def configuration_key(command: str, arguments: dict[str, Any]) -> ConfigurationKey:
+    source = arguments.get("source")
+    path = source.get("path") if isinstance(source, dict) else None
+    return command, str(path or "")
+
+
+def clears(command: str, arguments: dict[str, Any]) -> bool:
+    """Whether this configuration removes everything of its kind (nothing left to keep)."""
+    if command == "setExceptionBreakpoints":
+        return False  # an empty filter list is a choice to keep, unlike no breakpoints
+    return not any(arguments.get(k) for k in ("breakpoints", "lines", "filters"))
+
+
+class LiveWorkers:
+    """Finds live workers for the holder, and keeps the breakpoints they have."""
+
+    def __init__(
+        self,
+        holder: Holder,
+        listeners: Callable[[], Awaitable[list[WorkerRow]]],
+        marks: Marks,
+        *,
+        running_tasks: Callable[[], Awaitable[list[tuple[TaskRow, WorkerRow]]]] | None = None,
+        save_after: float = 0.2,
+    ) -> None:
+        """``listeners`` are running workers with an open debugger port, ``running_tasks``
+        every running task with its worker (the dashboard's)."""
+        self.holder = holder
+        self._running_tasks = running_tasks
+        self._listeners = listeners
+        self._marks = marks
+        self._save_after = save_after
+        #: Workers with an open port and no mark (they paused once, then ran on): asked once.
+        self._unmarked: set[str] = set()
+        self.configuration: dict[ConfigurationKey, dict[str, Any]] = {}
+        self._saving: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        holder.live_hooks = self
+
+    async def restore(self) -> None:
+        """Take back the breakpoints a previous bridge kept (before any worker is held)."""
+        for item in await self._marks.load_breakpoints():
+            command, arguments = item.get("command"), item.get("arguments")
+            if isinstance(command, str) and isinstance(arguments, dict):
+                self.configuration[configuration_key(command, arguments)] = arguments
+        if self.configuration:
+            log.info("restored %d live breakpoint settings", len(self.configuration))
+
+    async def run(self, interval: float = 0.5) -> None:
+        """Restore, then look for live workers every ``interval`` seconds, through outages."""
+        try:
+            await self.restore()
+        except Exception as exc:  # Ray's RPC errors: start without them, and say so
+            log.warning("could not restore live breakpoints: %s", exc)
+        problem = ""
+        while True:
+            try:
+                await self.poll_once()
+                problem = ""
+            except Exception as exc:  # the dashboard's or GCS's; discovery reports outages
+                if str(exc) != problem:
+                    log.info("live discovery: %s (retrying)", exc)
+                problem = str(exc)
+            await asyncio.sleep(interval)
+
+    async def poll_once(self) -> None:
+        """Hold every running live worker not held yet, and name the ones that run a task."""
+        await self._hold_new()
+        await self._name_running()
+
+    async def _name_running(self) -> None:
+        """Name live workers that run, by their task: one listing for all of them (a paused
+        worker is named when it stops, by :mod:`.keeper`)."""
+        unnamed = {
+            r.worker_id: r
+            for r in self.holder.registry.records()
+            if r.live and r.state == "running" and r.task_id is None and r.worker_id
+        }
+        if not unnamed or self._running_tasks is None:
+            return
+        for task, worker in await self._running_tasks():
+            record = unnamed.get(worker.worker_id)
+            current = self.holder.registry.get(record.id) if record else None
+            if current is not None and current.state == "running":
+                self.holder.registry.put(current.model_copy(update=from_task(task)))
+
+    async def _hold_new(self) -> None:
+        rows = await self._listeners()
+        present = {row.worker_id for row in rows}
+        self._unmarked &= present  # forget workers that exited
+        fresh = [r for r in rows if r.worker_id not in self._unmarked]
+        fresh = [r for r in fresh if not self.holder.is_known(r.worker_id)]
+        if not fresh:
+            return
+        marks = await self._marks.read([r.worker_id for r in fresh])
+        now = time.time()
+        for row in fresh:
+            mark = marks.get(row.worker_id)
+            if mark is None:
+                self._unmarked.add(row.worker_id)
+            elif not self.holder.is_known(row.worker_id):
+                self.holder.hold(PausedWorker(row, now), live=mark)
+
+    # -- the holder's hooks -----------------------------------------------------------------
+
+    async def held(self, rid: str, upstream: Upstream) -> None:
+        """A live worker was just attached: give it the kept breakpoints, then keep what it
+        is given from now on."""
+        for (command, _), arguments in list(self.configuration.items()):
+            try:
+                response = await upstream.request(command, arguments)
+            except UpstreamError as exc:
+                log.info("%s: could not restore %s: %s", rid, command, exc)
+                return
+            if not response.success:
+                log.info("%s refused %s: %s", rid, command, response.message)
+        upstream.on_configured = self.keep
+
+    def released(self, record: BreakpointRecord) -> None:
+        """A live worker is gone: its mark goes too."""
+        if record.worker_id:
+            self._spawn(self._forget(record.worker_id))
+
+    def keep(self, command: str, arguments: dict[str, Any]) -> None:
+        key = configuration_key(command, arguments)
+        if clears(command, arguments):
+            if self.configuration.pop(key, None) is None:
+                return
+        elif self.configuration.get(key) == arguments:
+            return
+        else:
+            self.configuration[key] = arguments
+        if self._saving is None or self._saving.done():
+            self._saving = asyncio.create_task(self._save())
+
+    async def _save(self) -> None:
+        await asyncio.sleep(self._save_after)  # one write for a burst of changes
+        kept = [{"command": c, "arguments": a} for (c, _), a in self.configuration.items()]
+        try:
+            await self._marks.save_breakpoints(kept)
+        except Exception as exc:  # Ray raises its own RPC errors; kept in memory regardless
+            log.warning("could not keep live breakpoints in GCS: %s", exc)
+
+    async def _forget(self, worker_id: str) -> None:
+        try:
+            await self._marks.forget(worker_id)
+        except Exception as exc:  # as above
+            log.debug("could not remove the live mark of %s: %s", worker_id[:12], exc)
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        for task in [*self._tasks, *([self._saving] if self._saving else [])]:
+            task.cancel()
