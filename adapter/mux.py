@@ -353,7 +353,11 @@ class WorkerMux:
             if request.command != "setBreakpoints":
                 return response_to(request)
             pending = [
-                {"verified": False, "line": b.get("line"), "message": "no paused worker yet"}
+                {
+                    "verified": False,
+                    "line": b.get("line"),
+                    "message": "no worker in this session yet",
+                }
                 for b in request.args.get("breakpoints") or []
             ]
             return response_to(request, {"breakpoints": pending})

@@ -114,7 +114,10 @@ class LiveWorkers:
             record = unnamed.get(worker.worker_id)
             current = self.holder.registry.get(record.id) if record else None
             if current is not None and current.state == "running":
-                self.holder.registry.put(current.model_copy(update=from_task(task)))
+                named = current.model_copy(update=from_task(task))
+                self.holder.registry.put(named)
+                if (upstream := self.holder.upstreams.get(named.id)) is not None:
+                    upstream.name = named.label  # what clients' messages call it
 
     async def _hold_new(self) -> None:
         rows = await self._listeners()

@@ -1,0 +1,211 @@
+"""Live debugging on a real Ray head: a job made live by ``raydap.live.setup`` has no
+``breakpoint()`` anywhere, and is debugged with editor breakpoints and Pause while it runs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raydap.bridge.client.local_ray import LocalRay
+from raydap.bridge.cluster.locate import gcs_client
+from raydap.live import NAMESPACE, mark_key
+from tests.conftest import Connect, runtime_dir
+from tests.e2e.conftest import (
+    JOBS,
+    BridgeProcess,
+    Job,
+    break_line,
+    start_bridge,
+    start_job,
+    stop_bridge,
+    stop_job,
+)
+from tests.e2e.test_bridge import evaluate
+
+pytestmark = pytest.mark.e2e
+
+SCRIPT = str(JOBS / "live_ranks.py")
+LOOP = break_line("live_ranks.py", "loop")
+
+
+def wait_workers(
+    bridge: BridgeProcess,
+    job_id: str,
+    where: Callable[[dict[str, Any]], bool],
+    count: int = 2,
+    timeout: float = 60,
+) -> list[dict[str, Any]]:
+    """``count`` workers of the job in ``GET /api/v1/workers`` that match ``where``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        workers = [w for w in bridge.get("/api/v1/workers")["workers"] if w["job_id"] == job_id]
+        if len([w for w in workers if where(w)]) == count:
+            return sorted(workers, key=lambda w: w["pid"])
+        time.sleep(0.1)
+    raise AssertionError(f"workers of {job_id}: {bridge.get('/api/v1/workers')}")
+
+
+def running_ranks(w: dict[str, Any]) -> bool:
+    return w["state"] == "running" and w["live"] and w["task_name"] == "Rank.run"
+
+
+def paused_at_loop(w: dict[str, Any]) -> bool:
+    return w["state"] == "paused" and (w["location"] or {}).get("line") == LOOP
+
+
+async def top_frame(client: Any, thread_id: int) -> dict[str, Any]:
+    trace = await client.request("stackTrace", {"threadId": thread_id})
+    return dict(trace.body["stackFrames"][0])
+
+
+async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their_code(
+    ray_head: LocalRay, bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    job = run_job("live_ranks.py")
+    ranks = await asyncio.to_thread(wait_workers, bridge, job.job_id, running_ranks)
+    assert not [
+        b for b in bridge.get("/api/v1/breakpoints")["breakpoints"] if b["job_id"] == job.job_id
+    ]  # fmt: skip  (running: not a breakpoint)
+
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.attach(follow={"job": job.job_id})
+    started = [await client.wait_event("thread", where=lambda e: e.body["reason"] == "started")
+               for _ in ranks]  # fmt: skip
+    thread_ids = {e.body["threadId"] for e in started}
+    threads = (await client.request("threads")).body["threads"]
+    assert {t["id"] for t in threads} == thread_ids
+    assert all(t["name"].startswith("Rank.run (pid ") for t in threads)
+
+    # A gutter breakpoint on the loop stops both ranks there.
+    answer = await client.request(
+        "setBreakpoints", {"source": {"path": SCRIPT}, "breakpoints": [{"line": LOOP}]}
+    )
+    assert [(b["verified"], b["line"]) for b in answer.body["breakpoints"]] == [(True, LOOP)]
+    elsewhere = await client.request(
+        "setBreakpoints", {"source": {"path": "/no/such/file.py"}, "breakpoints": [{"line": 3}]}
+    )
+    [unverified] = elsewhere.body["breakpoints"]
+    assert unverified["verified"] is False and "does not exist" in unverified["message"]
+    stops = [(await client.wait_event("stopped", timeout=30)).body for _ in ranks]
+    assert {s["threadId"] for s in stops} == thread_ids
+    assert all(s["reason"] == "breakpoint" for s in stops)
+    seen = set()
+    for stop in stops:
+        frame = await top_frame(client, stop["threadId"])
+        assert (frame["name"], frame["line"]) == ("run", LOOP)
+        seen.add(await evaluate(client, frame, "rank"))
+    assert seen == {"0", "1"}
+    listed = await asyncio.to_thread(wait_workers, bridge, job.job_id, paused_at_loop)
+    assert {w["id"] for w in listed} == {r["id"] for r in ranks}
+    assert len([b for b in bridge.get("/api/v1/breakpoints")["breakpoints"]
+                if b["job_id"] == job.job_id]) == 2  # fmt: skip
+
+    # Cleared and continued, they run on; Pause over HTTP stops one where it is.
+    await client.request("setBreakpoints", {"source": {"path": SCRIPT}, "breakpoints": []})
+    continued = await client.request("raydapContinueAll", {})
+    assert len(continued.body["continued"]) == 2
+    await asyncio.to_thread(wait_workers, bridge, job.job_id, running_ranks)
+    first, second = ranks
+    paused = await asyncio.to_thread(bridge.post, f"/api/v1/workers/{first['id']}/pause")
+    assert paused["paused"]["location"]["function"] == "run"
+    stop = (await client.wait_event("stopped", timeout=30)).body
+    assert stop["reason"] == "pause"
+    frame = await top_frame(client, stop["threadId"])
+    assert frame["name"] == "run"
+    assert await evaluate(client, frame, "rank") == "0"
+    assert await evaluate(client, frame, "steps > 0") == "True"
+    await evaluate(client, frame, "self.finish = 7")
+    assert await evaluate(client, frame, "self.finish") == "7"
+
+    # The rest of the job, paused as a group, is given its value and continued.
+    group = await asyncio.to_thread(bridge.post, "/api/v1/pause", {"filter": {"job": job.job_id}})
+    assert group == {"paused": [second["id"]], "failed": []}
+    await client.wait_event("stopped", timeout=30)
+    answers = await asyncio.to_thread(
+        bridge.post, "/api/v1/evaluate",
+        {"expression": "self.finish or setattr(self, 'finish', 7)", "filter": {"job": job.job_id}},
+    )  # fmt: skip
+    assert len(answers["results"]) == 2
+    await asyncio.to_thread(bridge.post, "/api/v1/continue", {"filter": {"job": job.job_id}})
+    assert await asyncio.to_thread(job.result) == "[7, 17]"
+
+    # The workers exit with the job: their threads leave the session, and their marks GCS.
+    for _ in ranks:
+        await client.wait_event("thread", where=lambda e: e.body["reason"] == "exited")
+    await asyncio.to_thread(wait_workers, bridge, job.job_id, lambda w: True, 0)
+    gcs = gcs_client(ray_head.address)
+    deadline = time.monotonic() + 10
+    while any(gcs.internal_kv_get(mark_key(r["worker_id"]).encode(), namespace=NAMESPACE.encode())
+              for r in ranks):  # fmt: skip
+        assert time.monotonic() < deadline, "the marks of exited live workers stay in GCS"
+        await asyncio.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def live_head() -> Iterator[LocalRay]:
+    """A head of this test's own: the shared bridge would hold its live workers otherwise
+    (debugpy takes one client)."""
+    with LocalRay(num_cpus=2) as head:
+        yield head
+
+
+async def test_a_restarted_bridge_holds_live_workers_again_with_their_breakpoints(
+    live_head: LocalRay, tmp_path: Path, dap_connect: Connect
+) -> None:
+    first = start_bridge(["--address", live_head.address], tmp_path / "first.log")
+    second: BridgeProcess | None = None
+    job = await asyncio.to_thread(start_job, live_head.address, "live_ranks.py")
+    try:
+        ranks = await asyncio.to_thread(wait_workers, first, job.job_id, running_ranks)
+        client = await dap_connect(first.dap_host, first.dap_port)
+        await client.attach(follow={"job": job.job_id})
+        for _ in ranks:
+            await client.wait_event("thread", where=lambda e: e.body["reason"] == "started")
+        condition = "getattr(self, 'probe', False)"  # false until the test says otherwise
+        answer = await client.request(
+            "setBreakpoints",
+            {"source": {"path": SCRIPT}, "breakpoints": [{"line": LOOP, "condition": condition}]},
+        )
+        assert answer.body["breakpoints"][0]["verified"] is True
+        await asyncio.sleep(0.5)  # the bridge keeps them in GCS a moment after a change
+
+        first.process.kill()  # a crash: nothing is cleaned up
+        first.process.wait()
+        (runtime_dir() / f"bridge-{first.process.pid}.json").unlink(missing_ok=True)
+        second = start_bridge(["--address", live_head.address], tmp_path / "second.log")
+        again = await asyncio.to_thread(wait_workers, second, job.job_id, running_ranks)
+        assert [w["id"] for w in again] == [r["id"] for r in ranks]
+
+        # The kept breakpoint is back in the workers: make rank 0 meet its condition.
+        rank0 = ranks[0]["id"]
+        await asyncio.to_thread(second.post, f"/api/v1/workers/{rank0}/pause")
+        where = {"filter": {"job": job.job_id}}
+        probe = {"expression": "setattr(self, 'probe', True)", **where}
+        assert [r["id"] for r in second.post("/api/v1/evaluate", probe)["results"]] == [rank0]
+        second.post("/api/v1/continue", where)
+        hit = await asyncio.to_thread(wait_workers, second, job.job_id, paused_at_loop, 1)
+        assert [w["id"] for w in hit if w["state"] == "paused"] == [rank0]
+
+        # Cleared by a client, and the job is let finish.
+        cleaner = await dap_connect(second.dap_host, second.dap_port)
+        await cleaner.attach(follow={"job": job.job_id})
+        for _ in ranks:
+            await cleaner.wait_event("thread", where=lambda e: e.body["reason"] == "started")
+        await cleaner.request("setBreakpoints", {"source": {"path": SCRIPT}, "breakpoints": []})
+        second.post("/api/v1/pause", where)
+        await asyncio.to_thread(wait_workers, second, job.job_id, lambda w: w["state"] == "paused")
+        finish = {"expression": "setattr(self, 'finish', 3)", **where}
+        assert len(second.post("/api/v1/evaluate", finish)["results"]) == 2
+        second.post("/api/v1/continue", where)
+        assert await asyncio.to_thread(job.result) == "[3, 13]"
+    finally:
+        stop_job(job)
+        if first.process.poll() is None:
+            stop_bridge(first)
+        if second is not None:
+            stop_bridge(second)
