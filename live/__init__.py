@@ -48,6 +48,10 @@ def setup() -> None:
         from ray.experimental import internal_kv
         from ray.util import debugpy as ray_debugpy
 
+        if ray._private.worker.global_worker.mode != ray.WORKER_MODE:
+            # Not a worker (a driver, a test): asking Ray anything here could start a cluster.
+            _warn_once("raydap.live.setup runs in Ray workers only (as worker_process_setup_hook)")
+            return
         # debugpy's warning that frozen stdlib modules may miss breakpoints, once per worker,
         # is noise here: breakpoints are set in the job's own code.
         os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")

@@ -117,7 +117,7 @@ async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their
     assert stop["reason"] == "pause"
     frame = await top_frame(client, stop["threadId"])
     assert frame["name"] == "run"
-    assert await evaluate(client, frame, "rank") == "0"
+    assert await evaluate(client, frame, "rank") in ("0", "1")
     assert await evaluate(client, frame, "steps > 0") == "True"
     await evaluate(client, frame, "self.finish = 7")
     assert await evaluate(client, frame, "self.finish") == "7"
