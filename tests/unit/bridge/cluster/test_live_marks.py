@@ -1,0 +1,17 @@
+"""Marks read from GCS are outside input: too large, malformed or mistyped ones are ignored."""
+
+from __future__ import annotations
+
+import json
+
+from raydap.bridge.cluster.live_marks import MAX_MARK_BYTES, LiveMark, _parse
+
+
+def test_a_good_mark_is_read() -> None:
+    assert _parse(b'{"pid": 12, "cwd": "/srv", "more": 1}', "w") == LiveMark(pid=12, cwd="/srv")
+
+
+def test_bad_marks_are_ignored() -> None:
+    too_large = json.dumps({"cwd": "x" * MAX_MARK_BYTES}).encode()
+    for value in (None, b"", b"not json", b'{"pid": "twelve"}', too_large):
+        assert _parse(value, "w") is None

@@ -1,0 +1,99 @@
+"""Finding live workers and keeping their breakpoints (marks in memory, no Ray)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from raydap.bridge.cluster.dashboard import WorkerRow
+from raydap.bridge.cluster.discovery import PausedWorker
+from raydap.bridge.cluster.live_marks import LiveMark, MemoryMarks
+from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.live import LiveWorkers
+from raydap.bridge.workers.registry import Registry
+
+
+class CountingMarks(MemoryMarks):
+    def __init__(self, marks: dict[str, LiveMark]) -> None:
+        super().__init__(marks)
+        self.asked: list[list[str]] = []
+
+    async def read(self, worker_ids: list[str]) -> dict[str, LiveMark]:
+        self.asked.append(worker_ids)
+        return await super().read(worker_ids)
+
+
+class RecordingHolder(Holder):
+    """Records what it is asked to hold instead of connecting."""
+
+    def __init__(self) -> None:
+        super().__init__(Registry())
+        self.held: list[tuple[str, LiveMark | None]] = []
+
+    def hold(self, paused: PausedWorker, live: LiveMark | None = None) -> None:
+        self.held.append((paused.worker.worker_id, live))
+
+
+def row(worker_id: str) -> WorkerRow:
+    return WorkerRow(worker_id=worker_id, ip="127.0.0.1", pid=7, debugger_port=5678)
+
+
+async def test_marked_workers_are_held_live_and_unmarked_ones_are_asked_about_once() -> None:
+    holder = RecordingHolder()
+    marks = CountingMarks({"a" * 56: LiveMark(pid=7, cwd="/srv/job")})
+    rows = [row("a" * 56), row("b" * 56)]
+
+    async def listeners() -> list[WorkerRow]:
+        return rows
+
+    live = LiveWorkers(holder, listeners, marks)
+    await live.poll_once()
+    assert holder.held == [("a" * 56, LiveMark(pid=7, cwd="/srv/job"))]
+    assert holder.live_hooks is live
+    rows = [row("b" * 56)]
+    await live.poll_once()
+    await live.poll_once()
+    assert marks.asked == [["a" * 56, "b" * 56]]  # b paused once and ran on: not a live one
+    rows = []
+    await live.poll_once()
+    rows = [row("b" * 56)]  # the same id again would be a new process: asked again
+    await live.poll_once()
+    assert marks.asked[-1] == ["b" * 56]
+
+
+async def test_breakpoints_are_kept_per_file_saved_once_per_burst_and_given_back() -> None:
+    marks = MemoryMarks()
+    first = LiveWorkers(RecordingHolder(), listeners=_none, marks=marks, save_after=0.01)
+    line = {"source": {"path": "/srv/job/train.py"}, "breakpoints": [{"line": 12}]}
+    other = {"source": {"path": "/srv/job/data.py"}, "breakpoints": [{"line": 3}]}
+    first.keep("setBreakpoints", line)
+    first.keep("setBreakpoints", other)
+    first.keep("setFunctionBreakpoints", {"breakpoints": [{"name": "step"}]})
+    first.keep("setExceptionBreakpoints", {"filters": []})  # kept: a choice, not a clearing
+    await asyncio.sleep(0.05)
+    assert len(marks.breakpoints) == 4
+
+    first.keep("setBreakpoints", {"source": {"path": "/srv/job/data.py"}, "breakpoints": []})
+    first.keep("setFunctionBreakpoints", {"breakpoints": []})
+    await asyncio.sleep(0.05)
+    kept = {(b["command"], str(b["arguments"].get("source"))) for b in marks.breakpoints}
+    assert kept == {
+        ("setBreakpoints", str(line["source"])),
+        ("setExceptionBreakpoints", "None"),
+    }
+
+    restarted = LiveWorkers(RecordingHolder(), listeners=_none, marks=marks)
+    await restarted.restore()
+    assert restarted.configuration == first.configuration
+
+
+async def test_kept_breakpoints_that_are_not_json_objects_are_ignored() -> None:
+    marks = MemoryMarks()
+    marks.breakpoints = [{"command": 3}, {"command": "setBreakpoints", "arguments": []}]
+    live = LiveWorkers(RecordingHolder(), listeners=_none, marks=marks)
+    await live.restore()
+    assert live.configuration == {}
+
+
+async def _none() -> list[Any]:
+    return []
