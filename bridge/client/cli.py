@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     _settings_flags(serve)
 
     listing = commands.add_parser("list", help="list paused workers")
+    listing.add_argument(
+        "--all", action="store_true", help="every held worker: running live ones too"
+    )
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
 
@@ -110,8 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
     pause = commands.add_parser(
         "pause",
         help="pause a running worker in place (no breakpoint() needed); then attach",
+        description="One worker by id (a live one through its debugger, any other from "
+        "outside, on its node), or with filters every running live worker they match.",
     )
-    pause.add_argument("id", help="worker id or unique prefix (`raydap stacks` shows them)")
+    pause.add_argument(
+        "id", nargs="?", help="worker id or unique prefix (`raydap stacks` shows them)"
+    )
+    _filter_args(pause)
     doctor = commands.add_parser(
         "doctor", help="check the bridge, Ray, and what workers see on every node"
     )
@@ -252,13 +260,17 @@ def serve_banner(bridge: Bridge) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     api = ApiClient()
     while True:
-        records = api.get("/api/v1/breakpoints")["breakpoints"]
+        if args.all:
+            records = api.get("/api/v1/workers")["workers"]
+        else:
+            records = api.get("/api/v1/breakpoints")["breakpoints"]
         if args.json:
             print(json.dumps(records, indent=2))
         else:
             if args.watch:
                 print("\x1b[2J\x1b[H", end="")
-            print(breakpoints_table(records), flush=True)
+            what = "held workers" if args.all else "paused workers"
+            print(breakpoints_table(records, what), flush=True)
         if not args.watch:
             return 0
         time.sleep(1.0)
@@ -307,6 +319,16 @@ def cmd_stacks(args: argparse.Namespace) -> int:
 
 
 def cmd_pause(args: argparse.Namespace) -> int:
+    if bool(args.id) == bool(_filter(args)):
+        print("raydap: name a worker id, or filters such as --job (not both)", file=sys.stderr)
+        return 2
+    if not args.id:
+        answer = ApiClient().post("/api/v1/pause", {"filter": _filter(args)})
+        for failed in answer["failed"]:
+            print(f"{failed['id']}: {failed['reason']}", file=sys.stderr)
+        ids = answer["paused"]
+        print(f"paused {len(ids)} worker(s): {' '.join(ids)}" if ids else "no running live worker")
+        return 1 if answer["failed"] else 0
     paused = ApiClient(timeout=120).post(f"/api/v1/workers/{urllib.parse.quote(args.id)}/pause")
     record = paused["paused"]
     where = record.get("location") or {}

@@ -27,6 +27,9 @@ def breakpoint_rows(records: list[dict[str, Any]], now: float | None = None) -> 
         kind = r.get("kind", "")
         if r.get("exception"):
             kind = f"{kind}: {r['exception']['type']}"
+        running = r.get("state") == "running"
+        if running:
+            kind = "running (live)" if r.get("live") else "running"
         rows.append(
             [
                 r["id"],
@@ -37,7 +40,7 @@ def breakpoint_rows(records: list[dict[str, Any]], now: float | None = None) -> 
                 str(r.get("pid") or "-"),
                 f"{_short_path(where['path'])}:{where['line']}" if where else "-",
                 where.get("function", "-") if where else "-",
-                duration(now - float(r.get("paused_since") or now)),
+                "-" if running else duration(now - float(r.get("paused_since") or now)),
                 str(r.get("clients", 0)),
             ]
         )
@@ -56,9 +59,9 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headers), *(line(row) for row in rows)])
 
 
-def breakpoints_table(records: list[dict[str, Any]]) -> str:
+def breakpoints_table(records: list[dict[str, Any]], what: str = "paused workers") -> str:
     if not records:
-        return "no paused workers"
+        return f"no {what}"
     return table(HEADERS, breakpoint_rows(records))
 
 

@@ -25,7 +25,7 @@ from tests.e2e.conftest import (
     stop_bridge,
     stop_job,
 )
-from tests.e2e.test_bridge import evaluate
+from tests.e2e.test_bridge import evaluate, raydap
 
 pytestmark = pytest.mark.e2e
 
@@ -71,6 +71,11 @@ async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their
     assert not [
         b for b in bridge.get("/api/v1/breakpoints")["breakpoints"] if b["job_id"] == job.job_id
     ]  # fmt: skip  (running: not a breakpoint)
+
+    listing = (await asyncio.to_thread(raydap, bridge, "list", "--all")).stdout.splitlines()
+    for rank in ranks:
+        [line] = [line for line in listing if line.startswith(rank["id"])]
+        assert "running (live)" in line and "Rank.run" in line
 
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.attach(follow={"job": job.job_id})
@@ -123,8 +128,8 @@ async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their
     assert await evaluate(client, frame, "self.finish") == "7"
 
     # The rest of the job, paused as a group, is given its value and continued.
-    group = await asyncio.to_thread(bridge.post, "/api/v1/pause", {"filter": {"job": job.job_id}})
-    assert group == {"paused": [second["id"]], "failed": []}
+    said = await asyncio.to_thread(raydap, bridge, "pause", "--job", job.job_id)
+    assert (said.returncode, said.stdout.strip()) == (0, f"paused 1 worker(s): {second['id']}")
     await client.wait_event("stopped", timeout=30)
     answers = await asyncio.to_thread(
         bridge.post, "/api/v1/evaluate",

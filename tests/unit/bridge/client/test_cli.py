@@ -66,3 +66,11 @@ def test_the_table_shows_what_a_person_looks_for() -> None:
     assert "train.py:12" in row and row.rstrip().endswith("2")
     assert breakpoints_table([]) == "no paused workers"
     assert (duration(5), duration(125), duration(7300)) == ("5s", "2m05s", "2h01m")
+
+
+def test_a_running_live_worker_is_listed_as_such_with_no_pause_time() -> None:
+    record = {"id": "ab12", "kind": "breakpoint", "state": "running", "live": True, "pid": 9,
+              "paused_since": 1.0, "location": None}  # fmt: skip
+    _, row = breakpoints_table([record], "held workers").splitlines()
+    assert "running (live)" in row and row.split()[-2:] == ["-", "0"]
+    assert breakpoints_table([], "held workers") == "no held workers"
