@@ -52,10 +52,15 @@ export function registerCommands(
     },
     'raydap.refreshStacks': () => stacks.load(stacks.jobId),
     'raydap.pauseWorker': async (node) => {
-      const id = node?.type === 'rank' ? node.id : await vscode.window.showInputBox({ title: 'Pause which running worker (id or prefix)?' });
+      const id =
+        node?.type === 'rank'
+          ? node.id
+          : node?.type === 'worker'
+            ? node.record.id
+            : await vscode.window.showInputBox({ title: 'Pause which running worker (id or prefix)?' });
       if (!id) return;
       const paused = await vscode.window.withProgress(
-        { location: { viewId: 'raydap.stacks' }, title: `Pausing ${id}` },
+        { location: { viewId: node?.type === 'worker' ? 'raydap.workers' : 'raydap.stacks' }, title: `Pausing ${id}` },
         () => act(() => connection.api().then((api) => api.pause(id))),
       );
       if (paused) {

@@ -1,5 +1,5 @@
 /**
- * The bridge's records of paused workers, as `GET /api/v1/breakpoints` and the events
+ * The bridge's records of held workers (paused, or running live), as the events
  * WebSocket send them. They come from outside the editor, so they are checked field by field
  * before anything shows them; a malformed one is an error, never a half-drawn tree item.
  */
@@ -29,6 +29,8 @@ export interface WorkerRecord {
   exception: { type: string; message: string } | null;
   clients: number;
   error: string | null;
+  /** A `raydap.live` worker: held while it runs (state `running`), paused on demand. */
+  live: boolean;
 }
 
 /** One message of `/api/v1/events`: every record first, then one change at a time. */
@@ -118,6 +120,7 @@ export function parseRecord(value: unknown): WorkerRecord {
     exception,
     clients: raw.clients === undefined ? 0 : number(raw.clients, at('clients')),
     error: raw.error === null || raw.error === undefined ? null : message(raw.error, at('error')),
+    live: raw.live === true,
   };
 }
 

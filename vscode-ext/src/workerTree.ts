@@ -58,18 +58,31 @@ function icon(record: WorkerRecord): string {
   if (record.state === 'failed') return 'warning';
   if (record.kind === 'exception') return 'error';
   if (record.kind === 'legacy-pdb') return 'terminal';
-  return record.state === 'running' ? 'debug-continue' : 'debug-breakpoint';
+  if (record.state === 'running') return record.live ? 'debug-start' : 'debug-continue';
+  return 'debug-breakpoint';
 }
 
-/** Legacy pdb workers and failed ones cannot take a DAP session; running ones have no stop. */
+/** A live worker that runs: its breakpoints come from the editor, and it pauses on demand. */
+export function runningLive(record: WorkerRecord): boolean {
+  return record.live && record.state === 'running';
+}
+
+/** Legacy pdb workers and failed ones cannot take a DAP session; running ones have no stop,
+ * except live ones, which a session attaches to while they run (then Pause or a breakpoint). */
 export function attachable(record: WorkerRecord): boolean {
-  return record.kind !== 'legacy-pdb' && (record.state === 'held' || record.state === 'discovered');
+  if (record.kind === 'legacy-pdb') return false;
+  return record.state === 'held' || record.state === 'discovered' || runningLive(record);
 }
 
 export function workerNode(record: WorkerRecord, nowSeconds: number): WorkerNode {
-  const where = record.location ? `${basename(record.location.path)}:${record.location.line}` : 'locating…';
+  const running = runningLive(record);
+  const where = running
+    ? 'running'
+    : record.location
+      ? `${basename(record.location.path)}:${record.location.line}`
+      : 'locating…';
   const clients = record.clients === 1 ? '1 client' : record.clients > 1 ? `${record.clients} clients` : '';
-  const waited = pausedFor(nowSeconds - record.paused_since);
+  const waited = running ? '' : pausedFor(nowSeconds - record.paused_since);
   const description = [where, record.node_ip, record.pid === null ? '' : `pid ${record.pid}`, waited, clients]
     .filter(Boolean)
     .join(' · ');
@@ -78,11 +91,11 @@ export function workerNode(record: WorkerRecord, nowSeconds: number): WorkerNode
     record.location ? `${record.location.path}:${record.location.line} in ${record.location.function}()` : '',
     `node ${record.node_ip}${record.node_id ? ` (${record.node_id.slice(0, 12)})` : ''}, pid ${record.pid ?? '?'}`,
     record.actor_id ? `actor ${record.actor_id}` : '',
-    `job ${record.job_id ?? 'unknown'} · paused ${waited} · ${record.clients} client(s) attached`,
-    `state ${record.state}${record.error ? `: ${record.error}` : ''}`,
+    `job ${record.job_id ?? 'unknown'} · ${running ? 'running' : `paused ${waited}`} · ${record.clients} client(s) attached`,
+    `state ${record.state}${record.live ? ' (live: editor breakpoints and Pause reach it)' : ''}${record.error ? `: ${record.error}` : ''}`,
     `id ${record.id}`,
   ];
-  const flags = [record.kind, record.state, attachable(record) ? 'attachable' : ''].filter(Boolean);
+  const flags = [record.kind, record.state, record.live ? 'live' : '', attachable(record) ? 'attachable' : ''].filter(Boolean);
   return {
     type: 'worker',
     record,
@@ -110,11 +123,12 @@ export function buildTree(records: Iterable<WorkerRecord>, nowSeconds: number): 
       .sort((a, b) => a.paused_since - b.paused_since || (a.id < b.id ? -1 : 1))
       .map((record) => workerNode(record, nowSeconds));
     const paused = pausedCount(workers.map((w) => w.record));
+    const running = workers.filter((w) => runningLive(w.record)).length;
     return {
       type: 'job',
       jobId,
       label: jobId ? `Job ${jobId}` : 'Job not yet known',
-      description: `${paused} paused`,
+      description: running ? `${paused} paused · ${running} running` : `${paused} paused`,
       workers,
       contextValue: jobId ? 'job known' : 'job',
     };

@@ -28,6 +28,7 @@ export function record(fields: Partial<WorkerRecord> = {}): WorkerRecord {
     exception: null,
     clients: 0,
     error: null,
+    live: false,
     ...fields,
   };
 }

@@ -47,3 +47,10 @@ test('events of unknown kinds or without their records are refused', () => {
   assert.throws(() => parseEvent({ kind: 'snapshot' }), /snapshot without records/);
   assert.throws(() => parseEvent({ kind: 'added' }), /record is not an object/);
 });
+
+test('only a true live flag makes a record live (older bridges send none)', () => {
+  assert.equal(parseRecord({ ...record(), live: true }).live, true);
+  assert.equal(parseRecord({ ...record(), live: 'yes' }).live, false);
+  const { live: _, ...older } = record();
+  assert.equal(parseRecord(older).live, false);
+});

@@ -84,3 +84,24 @@ test("working_dir packages map to the workspace folder; other paths stay", () =>
   assert.equal(localPath(shipped, undefined), shipped);
   assert.equal(localPath('/home/me/job/train.py', '/elsewhere'), '/home/me/job/train.py');
 });
+
+test('a live worker that runs is shown running, can be attached to and paused, not continued', () => {
+  const running = record({ id: 'live1', state: 'running', live: true, location: null, paused_since: 10 });
+  const node = workerNode(running, 500);
+  assert.equal(node.description, 'running · 10.0.0.7 · pid 4242');
+  assert.equal(node.icon, 'debug-start');
+  assert.equal(node.contextValue, 'worker breakpoint running live attachable');
+  assert.match(node.tooltip, /live: editor breakpoints and Pause reach it/);
+  assert.ok(attachable(running));
+  assert.ok(!attachable(record({ state: 'running' })), 'a worker resumed a moment ago has nothing to show');
+  // The menus' when-clauses (package.json) tell the two apart by these flags.
+  const pausable = /^worker \S+ running live/;
+  const continuable = /^worker (?!\S+ running live)/;
+  assert.ok(pausable.test(node.contextValue) && !continuable.test(node.contextValue));
+  const held = workerNode(record({ live: true }), 500).contextValue;
+  assert.ok(continuable.test(held) && !pausable.test(held));
+
+  const [job] = buildTree([running, record({ id: 'p' })], 500);
+  assert.equal(job?.description, '1 paused · 1 running');
+  assert.equal(pausedCount([running]), 0);
+});
