@@ -254,3 +254,22 @@ def test_stacks_of_a_hung_job_and_pausing_a_rank_in_vscode(
         stop_job(job)
     paused = [entry for entry in audit_of(tmp_path) if entry["action"] == "pause"]
     assert [entry["token"] for entry in paused] == ["editor"], paused
+
+
+@pytest.mark.timeout(300)
+def test_editor_breakpoints_and_pause_on_a_live_job_in_vscode(
+    editor: Editor, editor_ray: LocalRay, tmp_path: Path
+) -> None:
+    """Code with no breakpoint() anywhere: the breakpoint comes from the editor's gutter, in the
+    workspace's copy of a file the workers run from their working_dir package."""
+    workspace = copy_workspace(tmp_path)
+    job = start_job(editor_ray.address, str(workspace / "live.py"))
+    try:
+        drive(editor, "live-breakpoints", workspace, tmp_path)
+        (workspace / "done.flag").touch()
+        assert job.result(timeout=60) == "[1, 11]"
+    finally:
+        stop_job(job)
+    audit = audit_of(tmp_path)
+    assert [a["follow"] for a in audit if a["action"] == "attach"] == [{"job": job.job_id}]
+    assert [a["token"] for a in audit if a["action"] == "pause"] == ["editor"], audit

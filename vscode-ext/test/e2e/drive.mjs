@@ -208,7 +208,58 @@ async function stacksAndPause(page) {
   await continueJobFromView(page, ray);
 }
 
+async function liveBreakpoints(page) {
+  const ray = await openRayViewWithToken(page);
+  // 1. The live job's two ranks are listed running: nothing has paused them.
+  await ray.locator('.monaco-list-row', { hasText: /^Job .*0 paused · 2 running/ }).waitFor();
+  const running = ray.locator('.monaco-list-row', { hasText: /^Rank\.run.*running/ });
+  say(`the view lists the running ranks: ${await running.first().getAttribute('aria-label')}`);
+
+  // 2. A breakpoint in the gutter of the workspace's loop.py, on code with no breakpoint().
+  await page.keyboard.press('Control+P');
+  await page.locator('.quick-input-widget input').fill('loop.py');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'loop.py' }).first().click();
+  await page.locator('.tabs-container .tab.active', { hasText: 'loop.py' }).waitFor();
+  await runCommand(page, 'Go to Line/Column...');
+  await page.keyboard.type('8');
+  await page.keyboard.press('Enter');
+  await runCommand(page, 'Debug: Toggle Breakpoint');
+  const breakpoints = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Breakpoints/ }) });
+  await breakpoints.locator('.monaco-list-row', { hasText: 'loop.py' }).waitFor();
+  say('set a breakpoint on loop.py:8 in the editor');
+
+  // 3. Following the job sends it to both ranks, and both stop there.
+  const job = ray.locator('.monaco-list-row', { hasText: /^Job / }).first();
+  await job.hover();
+  await job.getByRole('button', { name: 'Follow Job' }).click();
+  await page.locator('.statusbar-item', { hasText: 'Ray: 2 paused' }).waitFor();
+  await page.locator('.debug-call-stack .monaco-list-row', { hasText: 'spin' }).first().waitFor();
+  const answer = await evaluate(page, 'steps > 0', 'True');
+  say(`both ranks stopped at the editor's breakpoint; the debug console says steps > 0 is ${answer}`);
+  await page.screenshot({ path: join(screenshots, 'vscode-live-breakpoint.png') });
+
+  // 4. Without it, they run on; Pause on a running rank's row stops that one where it is.
+  await page.locator('.tabs-container .tab', { hasText: 'loop.py' }).click();
+  await runCommand(page, 'Go to Line/Column...');
+  await page.keyboard.type('8');
+  await page.keyboard.press('Enter');
+  await runCommand(page, 'Debug: Toggle Breakpoint');
+  await breakpoints.locator('.monaco-list-row', { hasText: 'loop.py' }).waitFor({ state: 'detached' });
+  await continueJobFromView(page, ray);
+  await ray.locator('.monaco-list-row', { hasText: /^Job .*0 paused · 2 running/ }).waitFor();
+  const rank = running.first();
+  await rank.click(); // selected: its inline actions show
+  await rank.getByRole('button', { name: 'Pause Worker' }).click();
+  await page.locator('.statusbar-item', { hasText: 'Ray: 1 paused' }).waitFor();
+  await page.locator('.debug-call-stack .monaco-list-row', { hasText: /Paused in Rank\.run/i }).waitFor();
+  say('paused one running rank from the Ray view: the followed session shows where it is');
+  await continueJobFromView(page, ray);
+  await page.locator('.debug-toolbar [aria-label^="Disconnect"]').click();
+  await page.locator('.debug-toolbar').waitFor({ state: 'hidden' });
+}
+
 const SCENARIOS = {
+  'live-breakpoints': liveBreakpoints,
   'attach-and-follow': attachAndFollow,
   'child-sessions': childSessions,
   'stacks-and-pause': stacksAndPause,
