@@ -3,7 +3,8 @@
 This is a fake because a thousand paused Ray workers cannot run on a 2-core machine. Each fake
 worker is a small DAP server that behaves like debugpy 1.8 as the bridge sees it: the attach
 handshake (``initialized`` after ``attach``; ``attach`` answered after ``configurationDone``),
-a ``stopped`` event, read-only requests, ``continue`` and ``disconnect``. The dashboard lists
+a ``stopped`` event (``--live``: none until ``pause``), read-only requests, ``setBreakpoints``,
+``continue`` and ``disconnect``. The dashboard lists
 them as paused workers, and may also list real debugpy processes (``--real PORT``).
 
     python -m bench.fake_cluster --workers 1000 [--real 5678 ...]
@@ -32,10 +33,12 @@ FRAMES = [
 
 
 class FakeWorker:
-    def __init__(self, rank: int) -> None:
+    def __init__(self, rank: int, live: bool = False) -> None:
+        """A ``live`` one runs (``raydap.live``): held without a stop, it stops on ``pause``."""
         self.rank = rank
         self.port = 0
-        self.paused = True
+        self.live = live
+        self.paused = not live
 
     async def serve(self) -> None:
         server = await asyncio.start_server(self._session, "127.0.0.1", 0)
@@ -62,8 +65,14 @@ class FakeWorker:
                     send(response_to(request))
                     if pending_attach is not None:
                         send(response_to(pending_attach))
+                    if not self.live:
+                        self.paused = True
+                        send(event("stopped", {"reason": "breakpoint", "threadId": 1,
+                                               "allThreadsStopped": True}))  # fmt: skip
+                elif command == "pause":
+                    send(response_to(request))
                     self.paused = True
-                    send(event("stopped", {"reason": "breakpoint", "threadId": 1,
+                    send(event("stopped", {"reason": "pause", "threadId": 1,
                                            "allThreadsStopped": True}))  # fmt: skip
                 elif command == "disconnect":
                     send(response_to(request))
@@ -93,6 +102,10 @@ class FakeWorker:
         if command == "continue":
             self.paused = False
             return {"allThreadsContinued": True}
+        if command == "setBreakpoints":  # as debugpy answers for a file the worker has
+            wanted = request.args.get("breakpoints") or []
+            return {"breakpoints": [{"verified": True, "id": i, "line": b.get("line")}
+                                    for i, b in enumerate(wanted)]}  # fmt: skip
         return None
 
 
@@ -138,10 +151,13 @@ def dashboard(
         return web.json_response({"result": True, "data": {"result": {"result": result}}})
 
     async def list_workers(request: web.Request) -> web.Response:
-        paused = [r for r, w in zip(rows, workers + [None] * len(real_ports), strict=True)
-                  if w is None or w.paused]  # fmt: skip
+        listed = list(zip(rows, workers + [None] * len(real_ports), strict=True))
+        paused = [r for r, w in listed if w is None or w.paused]
         if request.query.get("filter_keys") == "is_alive":  # every live worker
             return state(paused + running_rows)
+        if request.query.get("filter_keys") == "debugger_port":  # a port open, paused or not
+            return state([{**r, "num_paused_threads": int(w is None or w.paused)}
+                          for r, w in listed])  # fmt: skip
         return state(paused)
 
     async def list_tasks(request: web.Request) -> web.Response:
@@ -182,9 +198,9 @@ def raise_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-async def main(count: int, real_ports: list[int], running: int = 0) -> None:
+async def main(count: int, real_ports: list[int], running: int = 0, live: bool = False) -> None:
     raise_fd_limit()
-    workers = [FakeWorker(rank) for rank in range(count)]
+    workers = [FakeWorker(rank, live) for rank in range(count)]
     await asyncio.gather(*(w.serve() for w in workers))
     runner = web.AppRunner(dashboard(workers, real_ports, running), access_log=None)
     await runner.setup()
@@ -199,5 +215,6 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=1000)
     parser.add_argument("--real", type=int, nargs="*", default=[], help="real debugpy ports")
     parser.add_argument("--running", type=int, default=0, help="ranks running, not paused")
+    parser.add_argument("--live", action="store_true", help="the workers are live: running")
     options = parser.parse_args()
-    asyncio.run(main(options.workers, options.real, options.running))
+    asyncio.run(main(options.workers, options.real, options.running, options.live))

@@ -10,6 +10,10 @@ P4  scale, with simulated workers (bench/fake_cluster.py): hold 1,000, follow th
 P5  an idle bridge: RSS and CPU
 P6  stacks: every rank's stack merged, of 16 real waiting ranks (py-spy on the node) and of
     1,000 simulated ones (a fake dashboard answering tracebacks); outside pause of a real rank
+P7  live workers (``raydap.live.setup``): CPU-bound work with the hook and the bridge attached
+    against without (no breakpoint, and one in another file); ``breakpoint()`` in a live worker
+    -> listed; a breakpoint set from a DAP client -> its ``stopped``; 1,000 simulated live
+    workers held, given one ``setBreakpoints``, paused as a group
 
 P2-P3b run directly against debugpy, and through the bridge over TCP, WebSocket, and
 ``raydap dap`` (the stdio adapter editors start, a process per session).
@@ -71,12 +75,14 @@ def process(
 
 
 @contextmanager
-def serve(*args: str) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
+def serve(
+    *args: str, command: list[str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
     """``raydap serve`` as a real process: (process, HTTP URL, DAP port)."""
     # Without a token: the benchmark measures relaying, and a token is checked once per
     # connection, not per message (the test suite covers tokens).
-    command = [sys.executable, "-m", "raydap.bridge", "serve", "--port", "0", "--dap-port", "0",
-               "--no-token"]  # fmt: skip
+    command = command or [sys.executable, "-m", "raydap.bridge", "serve", "--port", "0",
+                          "--dap-port", "0", "--no-token"]  # fmt: skip
     with process([*command, *args], log=SERVE_LOG) as bridge:
         assert bridge.stdout is not None
         found = re.search(r"HTTP (\S+)\s+DAP \S+:(\d+)", bridge.stdout.readline())
@@ -89,9 +95,10 @@ def fake_cluster(
     workers: int,
     real_ports: tuple[int, ...] = (),
     running: int = 0,
+    live: bool = False,
 ) -> Iterator[str]:
     command = [sys.executable, "-m", "bench.fake_cluster", "--workers", str(workers),
-               "--running", str(running)]  # fmt: skip
+               "--running", str(running), *(["--live"] if live else [])]  # fmt: skip
     with process([*command, "--real", *map(str, real_ports)]) as cluster:
         assert cluster.stdout is not None
         line = cluster.stdout.readline()
@@ -405,6 +412,164 @@ async def p6_simulated(ranks: int, rounds: int) -> dict[str, Any]:
     }
 
 
+async def p7_overhead(rounds: int, scale: float) -> dict[str, Any]:
+    """Wall times of CPU-bound work in a Ray actor: without the hook; with it and the bridge
+    holding the worker; and with a breakpoint set in another file of the job."""
+    jobs = HERE / "jobs"
+    times: dict[str, dict[str, list[float]]] = {}
+    with LocalRay(num_cpus=2) as head, serve("--address", head.address) as (_, url, dap):
+        env = dict(os.environ, RAY_ADDRESS=head.address)
+        for side in ("plain", "live", "live_breakpoint_elsewhere"):
+            flag = Path(tempfile.mkdtemp()) / "go"
+            mode = "plain" if side == "plain" else "live"
+            command = [sys.executable, str(jobs / "live_cpu.py"), mode, str(rounds), str(scale),
+                       str(flag)]  # fmt: skip
+            with process(command, env) as job:
+                assert job.stdout is not None
+                job_id = job.stdout.readline().split()[1]
+                client = None
+                if mode == "live":
+                    await until(lambda j=job_id: _live_workers(url, j), 60)
+                if side == "live_breakpoint_elsewhere":
+                    client = await DapClient.connect("127.0.0.1", dap)
+                    await client.attach(follow={"job": job_id}, localRoot=str(jobs))
+                    await client.wait_event("thread")
+                    source = {"path": str(jobs / "elsewhere.py")}
+                    answer = await client.request(
+                        "setBreakpoints", {"source": source, "breakpoints": [{"line": 2}]}
+                    )
+                    assert answer.body["breakpoints"][0]["verified"], answer.body
+                flag.touch()
+                line = await asyncio.to_thread(job.stdout.readline)
+                times[side] = json.loads(line.removeprefix("TIMES "))
+                if client is not None:
+                    await client.close()
+    figures: dict[str, Any] = {"python": platform.python_version()}
+    for workload in ("python_calls", "numpy"):
+        plain = statistics.median(times["plain"][workload])
+        figures[workload] = {
+            "plain_s": round(plain, 4),
+            **{f"{side}_ratio": round(statistics.median(times[side][workload]) / plain, 3)
+               for side in ("live", "live_breakpoint_elsewhere")},
+        }  # fmt: skip
+    return figures
+
+
+def _live_workers(url: str, job_id: str) -> list[dict[str, Any]]:
+    workers = http(url + "/api/v1/workers")["workers"]
+    return [w for w in workers if w["live"] and w["job_id"] == job_id and w["state"] == "running"]
+
+
+async def p7_stops(count: int) -> dict[str, Any]:
+    """``breakpoint()`` in a live worker -> listed by the bridge (the first of a fresh worker
+    apart); a breakpoint set from a DAP client -> that client's ``stopped``."""
+    script = HERE / "jobs" / "live_stops.py"
+    gutter = next(i for i, text in enumerate(script.read_text().splitlines(), 1)
+                  if "# GUTTER" in text)  # fmt: skip
+    with LocalRay(num_cpus=2) as head, serve("--address", head.address) as (_, url, dap):
+        env = dict(os.environ, RAY_ADDRESS=head.address)
+        figures: dict[str, Any] = {}
+        for mode in ("breakpoint", "gutter"):
+            flag = Path(tempfile.mkdtemp()) / "go"
+            command = [sys.executable, str(script), mode, str(count), "0.3", str(flag)]
+            with process(command, env) as job:
+                assert job.stdout is not None
+                job_id = job.stdout.readline().split()[1]
+                [worker] = await until(lambda j=job_id: _live_workers(url, j), 60)
+                if mode == "breakpoint":
+                    flag.touch()
+                    latencies = await _listed_latencies(url, worker["id"], count)
+                    figures["listed"] = {"first_ms": round(latencies[0] * 1000, 3),
+                                         **ms(latencies[1:])}  # fmt: skip
+                else:
+                    client = await DapClient.connect("127.0.0.1", dap)
+                    await client.attach(follow={"job": job_id})
+                    await client.wait_event("thread")
+                    source = {"path": str(script)}
+                    await client.request(
+                        "setBreakpoints", {"source": source, "breakpoints": [{"line": gutter}]}
+                    )
+                    flag.touch()
+                    latencies = []
+                    for _ in range(count):
+                        stop = await client.wait_event("stopped", timeout=60)
+                        arrived = time.time()
+                        thread = stop.body["threadId"]
+                        trace = await client.request("stackTrace", {"threadId": thread})
+                        frame = trace.body["stackFrames"][0]["id"]
+                        stamp = await client.request(
+                            "evaluate", {"expression": "stamp", "frameId": frame}
+                        )
+                        latencies.append(arrived - float(stamp.body["result"]))
+                        await client.request("continue", {"threadId": thread})
+                    figures["gutter_stopped"] = ms(latencies)
+                    await client.close()
+                job.wait(timeout=60)
+    return figures
+
+
+async def _listed_latencies(url: str, rid: str, count: int) -> list[float]:
+    latencies: list[float] = []
+    seen: set[float] = set()
+    for _ in range(count):
+
+        def paused() -> Any:
+            record = http(url + f"/api/v1/breakpoints/{rid}")
+            held = record["state"] == "held" and record["paused_since"] not in seen
+            return record if held else None
+
+        record = await until(paused, 60)
+        seen.add(record["paused_since"])
+        answer = http(url + "/api/v1/evaluate", {"expression": "stamp"})["results"]
+        stamp = float(next(a["result"] for a in answer if a["id"] == rid))
+        latencies.append(record["paused_since"] - stamp)
+        http(url + f"/api/v1/breakpoints/{rid}/continue", {})
+    return latencies
+
+
+async def p7_scale(workers: int) -> dict[str, Any]:
+    """Simulated live workers (the fake has no GCS: ``bench.live_bridge`` gives the bridge
+    their marks in memory)."""
+    bridge_command = [sys.executable, "-m", "bench.live_bridge"]
+    with (
+        fake_cluster(workers, live=True) as dashboard_url,
+        serve(dashboard_url, command=bridge_command) as (bridge, url, dap),
+    ):
+        start = time.perf_counter()
+
+        def all_held() -> bool:
+            listed = http(url + "/api/v1/workers")["workers"]
+            return len([w for w in listed if w["state"] == "running"]) >= workers
+
+        await until(all_held, 120, every=0.05)
+        hold = time.perf_counter() - start
+        client = await DapClient.connect("127.0.0.1", dap)
+        start = time.perf_counter()
+        await client.attach(follow={})
+        for _ in range(workers):
+            await client.wait_event("thread", timeout=120)
+        joined = time.perf_counter() - start
+        source = {"path": "/fake/train.py"}
+        start = time.perf_counter()
+        await client.request("setBreakpoints", {"source": source, "breakpoints": [{"line": 14}]})
+        reached = time.perf_counter() - start
+        start = time.perf_counter()
+        paused = await asyncio.to_thread(http, url + "/api/v1/pause", {"filter": {}})
+        pause_all = time.perf_counter() - start
+        rss, peak, _ = usage(bridge.pid)
+        await client.close()
+    return {
+        "workers": workers,
+        "hold_s": round(hold, 3),
+        "follow_joined_s": round(joined, 3),
+        "set_breakpoints_all_s": round(reached, 3),
+        "pause_all_s": round(pause_all, 3),
+        "paused": len(paused["paused"]),
+        "rss_mb": round(rss, 1),
+        "peak_rss_mb": round(peak, 1),
+    }
+
+
 # -- report ------------------------------------------------------------------------------------
 
 
@@ -449,6 +614,35 @@ def _measures(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         (f"P6 stacks of {r['p6b']['ranks']} simulated ranks p50",
          f"{r['p6b']['merged']['p50_ms']} ms", "-", True),
         ("P6 bridge RSS after 1,000 stacks", f"{r['p6b']['peak_rss_mb']} MB peak", "-", True),
+        *_p7(r["p7"], r["p7_stops"], r["p7_scale"]),
+    ]  # fmt: skip
+
+
+def _p7(
+    overhead: dict[str, Any], stops: dict[str, Any], scale: dict[str, Any]
+) -> list[tuple[str, str, str, bool]]:
+    calls, compiled = overhead["python_calls"], overhead["numpy"]
+    listed, gutter = stops["listed"], stops["gutter_stopped"]
+    n = scale["workers"]
+    return [
+        (f"P7 live overhead, Python calls (Python {overhead['python']})",
+         f"{calls['live_ratio']} (breakpoint elsewhere {calls['live_breakpoint_elsewhere_ratio']})",
+         "≤ 1.05", calls["live_ratio"] <= 1.05),
+        ("P7 live overhead, numpy", f"{compiled['live_ratio']} (breakpoint elsewhere "
+         f"{compiled['live_breakpoint_elsewhere_ratio']})", "≤ 1.05",
+         compiled["live_ratio"] <= 1.05),
+        ("P7 breakpoint() in a live worker -> listed p50",
+         f"{listed['p50_ms']} ms (first {listed['first_ms']} ms)", "≤ 20 ms",
+         listed["p50_ms"] <= 20 and listed["first_ms"] <= 20),
+        ("P7 editor breakpoint's line runs -> stopped p50", f"{gutter['p50_ms']} ms",
+         "≤ 50 ms", gutter["p50_ms"] <= 50),
+        (f"P7 hold {n} live workers", f"{scale['hold_s']} s", "-", True),
+        (f"P7 setBreakpoints reaches {n} live workers", f"{scale['set_breakpoints_all_s']} s",
+         "≤ 1 s", scale["set_breakpoints_all_s"] <= 1),
+        (f"P7 pause {n} live workers", f"{scale['pause_all_s']} s ({scale['paused']} paused)",
+         "-", True),
+        ("P7 bridge RSS", f"{scale['peak_rss_mb']} MB peak", "≤ 300 MB",
+         scale["peak_rss_mb"] <= 300),
     ]  # fmt: skip
 
 
@@ -493,6 +687,9 @@ async def run(smoke: bool) -> dict[str, Any]:
         if refusal is None
         else {"skipped": f"py-spy and gdb need ptrace, which this machine refuses: {refusal}"}
     )
+    results["p7"] = await p7_overhead(1 if smoke else 5, 0.1 if smoke else 1.0)
+    results["p7_stops"] = await p7_stops(3 if smoke else 20)
+    results["p7_scale"] = await p7_scale(20 if smoke else 1000)
     return results
 
 

@@ -63,6 +63,67 @@ def setup() -> None:
         ray_debugpy._ensure_debugger_port_open_thread_safe()  # type: ignore[no-untyped-call]
     except Exception as exc:  # a worker must start even if Ray's internals moved
         _warn_once(f"raydap.live: this worker cannot be debugged live: {exc!r}")
+        return
+    try:
+        _trace_on_demand()
+    except Exception as exc:  # debugpy's internals moved: correct, only slower
+        log.info("raydap.live: tracing from the start (%r)", exc)
+
+
+def _trace_on_demand() -> None:
+    """Run untraced until a debugger needs tracing.
+
+    From ``debugpy.listen()`` on, debugpy traces every call of every thread: before Python 3.12
+    (``sys.settrace``) that makes a CPU-bound Python loop 2 to 5 times slower, breakpoint or
+    not. A live worker needs none of it until the first breakpoint or pause reaches it, so
+    this takes the trace off its main thread and threads started later, and has debugpy put
+    it back, on every thread, when a breakpoint is added (a line, a function, a raised
+    exception) or a thread is to be suspended. From
+    then on the worker runs at debugpy's usual speed. On 3.12+ debugpy uses
+    ``sys.monitoring``, which costs little while no breakpoint is set: nothing is changed.
+    """
+    import threading
+
+    import pydevd  # type: ignore[import-not-found]
+    from _pydevd_bundle.pydevd_constants import (  # type: ignore[import-not-found]
+        PYDEVD_USE_SYS_MONITORING,
+    )
+
+    debugger = pydevd.get_global_debugger()
+    if PYDEVD_USE_SYS_MONITORING or debugger is None or debugger.frame_eval_func is not None:
+        return
+    breakpoints_changed, set_suspend = debugger.on_breakpoints_changed, debugger.set_suspend
+    armed = threading.Lock()
+
+    def arm() -> None:
+        if armed.acquire(blocking=False):  # once: tracing then stays on
+            threading.settrace(debugger.trace_dispatch)
+            debugger.enable_tracing(debugger.trace_dispatch, apply_to_all_threads=True)
+
+    def needs_tracing() -> bool:
+        """Breakpoints that only tracing finds (an uncaught exception, which the bridge
+        always asks for, is caught by an excepthook instead)."""
+        wanted = (
+            debugger.breakpoints,
+            debugger.function_breakpoint_name_to_breakpoint,
+            debugger.break_on_caught_exceptions,
+            debugger.break_on_user_uncaught_exceptions,
+        )
+        return any(wanted)
+
+    def on_breakpoints_changed(removed: bool = False) -> object:
+        if not removed and needs_tracing():
+            arm()
+        return breakpoints_changed(removed=removed)
+
+    def on_suspend(*args: object, **kwargs: object) -> object:
+        arm()
+        return set_suspend(*args, **kwargs)
+
+    debugger.on_breakpoints_changed = on_breakpoints_changed
+    debugger.set_suspend = on_suspend
+    debugger.disable_tracing()
+    threading.settrace(None)
 
 
 def _warn_once(message: str) -> None:

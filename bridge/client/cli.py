@@ -215,10 +215,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
               "of this machine, and web pages through DNS rebinding if the Host check is "
               "bypassed) can run code in every paused Ray worker", file=sys.stderr)  # fmt: skip
     _raise_open_file_limit()
-    return asyncio.run(_serve(bridge))
+    return asyncio.run(serve_until_stopped(bridge))
 
 
-async def _serve(bridge: Bridge) -> int:
+async def serve_until_stopped(bridge: Bridge) -> int:
+    """Start the bridge and serve until SIGINT or SIGTERM (what `raydap serve` does)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

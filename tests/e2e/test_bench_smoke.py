@@ -32,3 +32,8 @@ def test_benchmark_harness_smoke(tmp_path: Path) -> None:
     if "skipped" not in figures["p6"]:  # it says why when this machine forbids ptrace
         assert figures["p6"]["ranks"] == 4 and figures["p6"]["pause"]["n"] == 1
     assert figures["p6b"]["ranks"] == 20 and figures["p6b"]["failed"] == 0
+    assert figures["p7_scale"]["paused"] == figures["p7_scale"]["workers"] == 20
+    assert (
+        figures["p7_stops"]["listed"]["n"] == 2 and figures["p7_stops"]["gutter_stopped"]["n"] == 3
+    )
+    assert {"live_ratio", "live_breakpoint_elsewhere_ratio"} <= figures["p7"]["python_calls"].keys()
