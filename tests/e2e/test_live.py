@@ -86,6 +86,29 @@ async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their
     assert {t["id"] for t in threads} == thread_ids
     assert all(t["name"].startswith("Rank.run (pid ") for t in threads)
 
+    # Pause over HTTP stops one rank where it is (it ran untraced until then).
+    first, second = ranks
+    paused = await asyncio.to_thread(bridge.post, f"/api/v1/workers/{first['id']}/pause")
+    assert paused["paused"]["location"]["function"] == "run"
+    stop = (await client.wait_event("stopped", timeout=30)).body
+    assert stop["reason"] == "pause"
+    frame = await top_frame(client, stop["threadId"])
+    assert frame["name"] == "run"
+    assert await evaluate(client, frame, "rank") in ("0", "1")
+    assert await evaluate(client, frame, "steps > 0") == "True"
+    await client.request("continue", {"threadId": stop["threadId"]})
+    await asyncio.to_thread(wait_workers, bridge, job.job_id, running_ranks)
+
+    # The job's running ranks, paused as a group from the command line, then continued.
+    said = await asyncio.to_thread(raydap, bridge, "pause", "--job", job.job_id)
+    assert said.returncode == 0 and said.stdout.startswith("paused 2 worker(s): ")
+    assert set(said.stdout.split()[3:]) == {first["id"], second["id"]}
+    stops = [(await client.wait_event("stopped", timeout=30)).body for _ in ranks]
+    assert {s["threadId"] for s in stops} == thread_ids
+    continued = await client.request("raydapContinueAll", {})
+    assert len(continued.body["continued"]) == 2
+    await asyncio.to_thread(wait_workers, bridge, job.job_id, running_ranks)
+
     # A gutter breakpoint on the loop stops both ranks there.
     answer = await client.request(
         "setBreakpoints", {"source": {"path": SCRIPT}, "breakpoints": [{"line": LOOP}]}
@@ -104,38 +127,15 @@ async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their
         frame = await top_frame(client, stop["threadId"])
         assert (frame["name"], frame["line"]) == ("run", LOOP)
         seen.add(await evaluate(client, frame, "rank"))
+        await evaluate(client, frame, "self.finish = 7")  # each rank is told to finish
     assert seen == {"0", "1"}
     listed = await asyncio.to_thread(wait_workers, bridge, job.job_id, paused_at_loop)
     assert {w["id"] for w in listed} == {r["id"] for r in ranks}
     assert len([b for b in bridge.get("/api/v1/breakpoints")["breakpoints"]
                 if b["job_id"] == job.job_id]) == 2  # fmt: skip
 
-    # Cleared and continued, they run on; Pause over HTTP stops one where it is.
+    # Cleared and continued, the ranks finish with the values they were given.
     await client.request("setBreakpoints", {"source": {"path": SCRIPT}, "breakpoints": []})
-    continued = await client.request("raydapContinueAll", {})
-    assert len(continued.body["continued"]) == 2
-    await asyncio.to_thread(wait_workers, bridge, job.job_id, running_ranks)
-    first, second = ranks
-    paused = await asyncio.to_thread(bridge.post, f"/api/v1/workers/{first['id']}/pause")
-    assert paused["paused"]["location"]["function"] == "run"
-    stop = (await client.wait_event("stopped", timeout=30)).body
-    assert stop["reason"] == "pause"
-    frame = await top_frame(client, stop["threadId"])
-    assert frame["name"] == "run"
-    assert await evaluate(client, frame, "rank") in ("0", "1")
-    assert await evaluate(client, frame, "steps > 0") == "True"
-    await evaluate(client, frame, "self.finish = 7")
-    assert await evaluate(client, frame, "self.finish") == "7"
-
-    # The rest of the job, paused as a group, is given its value and continued.
-    said = await asyncio.to_thread(raydap, bridge, "pause", "--job", job.job_id)
-    assert (said.returncode, said.stdout.strip()) == (0, f"paused 1 worker(s): {second['id']}")
-    await client.wait_event("stopped", timeout=30)
-    answers = await asyncio.to_thread(
-        bridge.post, "/api/v1/evaluate",
-        {"expression": "self.finish or setattr(self, 'finish', 7)", "filter": {"job": job.job_id}},
-    )  # fmt: skip
-    assert len(answers["results"]) == 2
     await asyncio.to_thread(bridge.post, "/api/v1/continue", {"filter": {"job": job.job_id}})
     assert await asyncio.to_thread(job.result) == "[7, 17]"
 
