@@ -88,13 +88,17 @@ async function act(button, method, path, body) {
 
 function workerRow(record) {
   const where = record.location;
-  const file = where ? `${where.path.split('/').pop()}:${where.line}` : '…';
-  const state = record.state === 'held' ? 'paused' : record.state;
+  const runningLive = record.live && record.state === 'running';
+  const file = where ? `${where.path.split('/').pop()}:${where.line}` : runningLive ? '' : '…';
+  const state = record.state === 'held' ? 'paused' : runningLive ? 'running (live)' : record.state;
   const what = record.exception ? `${record.exception.type}: ${record.exception.message}` : '';
   const actions = el('td');
   if (record.state === 'held') {
     actions.append(el('button', { type: 'button', text: 'Continue', 'aria-label': `Continue ${taskName(record)} ${record.id}`,
       onclick: (e) => act(e.target, 'POST', `/api/v1/breakpoints/${encodeURIComponent(record.id)}/continue`, {}) }));
+  } else if (runningLive) {
+    actions.append(el('button', { type: 'button', text: 'Pause', 'aria-label': `Pause ${taskName(record)} ${record.id}`,
+      onclick: (e) => act(e.target, 'POST', `/api/v1/workers/${encodeURIComponent(record.id)}/pause`, {}) }));
   }
   return el('tr', { 'data-worker': record.id },
     el('td', { class: 'mono', text: record.id }),
@@ -104,7 +108,7 @@ function workerRow(record) {
     el('td', { text: record.node_ip || '' }),
     el('td', { text: String(record.pid ?? '') }),
     el('td', { class: `state-${record.state}`, text: state }),
-    el('td', { 'data-since': String(record.paused_since), text: since(record.paused_since) }),
+    runningLive ? el('td') : el('td', { 'data-since': String(record.paused_since), text: since(record.paused_since) }),
     el('td', { text: String(record.clients) }),
     el('td', { class: 'exception', text: what || record.error || '' }),
     actions);

@@ -97,3 +97,36 @@ async def test_the_page_shows_four_ranks_merges_their_stacks_evaluates_and_conti
         0, timeout=30_000
     )
     assert job.result() == "[0, 10, 20, 30]"
+
+
+async def test_the_page_shows_live_ranks_running_and_pauses_them(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], browser: object
+) -> None:
+    """A live job (raydap.live.setup) with no breakpoint(): its ranks are listed running, and
+    the page's Pause stops each where it is."""
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    job = run_job("live_ranks.py")
+    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    ranks = page.get_by_role("region", name=f"Job {job.job_id}").locator("tbody tr")
+    running = ranks.filter(has_text="running (live)").filter(has_text="Rank.run")
+    await expect(running).to_have_count(2, timeout=30_000)
+
+    for still_running in (1, 0):
+        await running.first.get_by_role("button", name=re.compile(r"^Pause Rank\.run")).click()
+        await expect(running).to_have_count(still_running, timeout=30_000)
+    await expect(ranks.filter(has_text="paused").filter(has_text="live_ranks.py:")).to_have_count(2)
+
+    await page.get_by_label("Expression").fill("setattr(self, 'finish', 7) or rank")
+    await page.get_by_role("button", name="Evaluate").click()
+    values = page.get_by_role("table", name=re.compile("^Values of setattr")).locator("tbody tr")
+    await expect(values).to_have_count(2, timeout=20_000)
+    assert sorted(await values.locator("td.value").all_inner_texts()) == ["0", "1"]
+    await (
+        page.get_by_role("region", name=f"Job {job.job_id}")
+        .get_by_role("button", name="Continue all")
+        .click()
+    )
+    assert job.result() == "[7, 17]"
