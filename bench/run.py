@@ -626,11 +626,15 @@ def _p7(
     n = scale["workers"]
     return [
         (f"P7 live overhead, Python calls (Python {overhead['python']})",
-         f"{calls['live_ratio']} (breakpoint elsewhere {calls['live_breakpoint_elsewhere_ratio']})",
-         "≤ 1.05", calls["live_ratio"] <= 1.05),
-        ("P7 live overhead, numpy", f"{compiled['live_ratio']} (breakpoint elsewhere "
-         f"{compiled['live_breakpoint_elsewhere_ratio']})", "≤ 1.05",
+         f"{calls['live_ratio']}", "≤ 1.05", calls["live_ratio"] <= 1.05),
+        ("P7 live overhead, numpy", f"{compiled['live_ratio']}", "≤ 1.05",
          compiled["live_ratio"] <= 1.05),
+        ("P7 the same, a breakpoint in another file: Python calls",
+         f"{calls['live_breakpoint_elsewhere_ratio']}", "≤ 1.05",
+         calls["live_breakpoint_elsewhere_ratio"] <= 1.05),
+        ("P7 the same, a breakpoint in another file: numpy",
+         f"{compiled['live_breakpoint_elsewhere_ratio']}", "≤ 1.05",
+         compiled["live_breakpoint_elsewhere_ratio"] <= 1.05),
         ("P7 breakpoint() in a live worker -> listed p50",
          f"{listed['p50_ms']} ms (first {listed['first_ms']} ms)", "≤ 20 ms",
          listed["p50_ms"] <= 20 and listed["first_ms"] <= 20),
