@@ -87,6 +87,13 @@ class RoutingError(Exception):
     """A request the mux cannot send to any worker; its message goes to the client."""
 
 
+def _without_breakpoints(arguments: dict[str, Any]) -> dict[str, Any]:
+    cleared = {**arguments, "breakpoints": []}
+    if "lines" in cleared:
+        cleared["lines"] = []  # the deprecated form of setBreakpoints
+    return cleared
+
+
 def _client_id(arguments: dict[str, Any], name: str) -> int:
     value = arguments.get(name)
     if not isinstance(value, int) or isinstance(value, bool):
@@ -158,7 +165,7 @@ class WorkerMux:
         """The client disconnected: remove the breakpoints it set from the live workers, which
         run on (paused workers keep theirs; their next stop is theirs to debug)."""
         cleared = [
-            request.model_copy(update={"arguments": {**request.args, "breakpoints": []}})
+            request.model_copy(update={"arguments": _without_breakpoints(request.args)})
             for (command, _), request in self._configuration.items()
             if command in ("setBreakpoints", "setFunctionBreakpoints")
         ]

@@ -65,12 +65,12 @@ def setup() -> None:
         _warn_once(f"raydap.live: this worker cannot be debugged live: {exc!r}")
         return
     try:
-        _trace_on_demand()
+        trace_on_demand()
     except Exception as exc:  # debugpy's internals moved: correct, only slower
         log.info("raydap.live: tracing from the start (%r)", exc)
 
 
-def _trace_on_demand() -> None:
+def trace_on_demand() -> None:
     """Run untraced until a debugger needs tracing.
 
     From ``debugpy.listen()`` on, debugpy traces every call of every thread: before Python 3.12

@@ -1,0 +1,98 @@
+"""A session on a live worker (one that runs, held without a stop): a real debugpy process
+that runs untraced until the session's breakpoint reaches it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from raydap.adapter import (
+    SingleWorker,
+    State,
+    Upstream,
+    Worker,
+    WorkerFeed,
+    bridge_capabilities,
+    open_tcp_channel,
+)
+from raydap.bridge.server.dap_listener import DapListener
+from tests.conftest import Connect
+
+SCRIPT = Path(__file__).parent / "live_debuggee.py"
+LOOP = next(i for i, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "# LOOP" in line)
+
+
+@pytest.fixture
+async def live(tmp_path: Path) -> AsyncIterator[tuple[Upstream, int, Path, subprocess.Popen[str]]]:
+    """The live debuggee held without a stop and served as ``w1``; (upstream, DAP port, the
+    file that ends its loop, the process)."""
+    flag = tmp_path / "done"
+    process = subprocess.Popen(
+        [sys.executable, "-Xfrozen_modules=off", str(SCRIPT), str(flag)],
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1"),
+    )  # fmt: skip
+    assert process.stdout is not None
+    port = int(process.stdout.readline())
+    upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="w1", request_timeout=5)
+    await upstream.handshake(expect_stop=False)
+
+    async def resolve(arguments: dict[str, object]) -> WorkerFeed:
+        return SingleWorker(Worker("w1", upstream, live=True))
+
+    listener = DapListener(resolve, lambda: bridge_capabilities(upstream.capabilities))
+    _, dap_port = await listener.start("127.0.0.1", 0)
+    yield upstream, dap_port, flag, process
+    await listener.close()
+    await upstream.detach()
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+async def test_a_breakpoint_reaches_a_running_worker_and_leaves_with_its_client(
+    live: tuple[Upstream, int, Path, subprocess.Popen[str]], dap_connect: Connect
+) -> None:
+    upstream, port, flag, process = live
+    assert upstream.state is State.RUNNING and not upstream.stops  # held, not stopped
+
+    client = await dap_connect("127.0.0.1", port)
+    await client.attach(breakpoint="w1")
+    started = await client.wait_event("thread", timeout=10)
+    assert started.body["reason"] == "started"  # a running worker's thread, announced
+    answer = await client.request(
+        "setBreakpoints", {"source": {"path": str(SCRIPT)}, "breakpoints": [{"line": LOOP}]}
+    )
+    assert answer.body["breakpoints"][0]["verified"] is True
+    stop = (await client.wait_event("stopped", timeout=10)).body
+    assert stop["reason"] == "breakpoint" and stop["threadId"] == started.body["threadId"]
+    trace = await client.request("stackTrace", {"threadId": stop["threadId"]})
+    frame = trace.body["stackFrames"][0]
+    assert frame["line"] == LOOP
+    value = await client.request(
+        "evaluate", {"expression": "count > 0", "frameId": frame["id"], "context": "repl"}
+    )
+    assert value.body["result"] == "True"
+
+    # The client disconnects: the worker stays where it is, its breakpoint leaves the worker.
+    await client.close()
+    second = await dap_connect("127.0.0.1", port)
+    await second.attach(breakpoint="w1")
+    replayed = (await second.wait_event("stopped", timeout=10)).body  # the stop in force
+    await second.request("continue", {"threadId": replayed["threadId"]})
+    await asyncio.sleep(1.0)  # about 200 turns of the loop
+    assert upstream.state is State.RUNNING and not upstream.stops
+
+    # Pause stops it where it is; it finishes once let go.
+    await second.request("pause", {"threadId": replayed["threadId"]})
+    paused = (await second.wait_event("stopped", timeout=10)).body
+    assert paused["reason"] == "pause"
+    flag.touch()
+    await second.request("continue", {"threadId": paused["threadId"]})
+    assert process.stdout is not None
+    assert await asyncio.to_thread(process.stdout.readline) == "result True\n"
