@@ -62,7 +62,9 @@ SERVICES = web.AppKey("services", Services)
 TOKEN = web.RequestKey("token", Token)
 
 
-class ContinueBody(BaseModel):
+class GroupBody(BaseModel):
+    """What names a group of workers to continue or pause."""
+
     model_config = ConfigDict(extra="forbid")
     filter: WorkerFilter = Field(default_factory=WorkerFilter)
 
@@ -179,7 +181,7 @@ async def continue_one(request: web.Request) -> web.Response:
 
 
 async def continue_group(request: web.Request) -> web.Response:
-    body: ContinueBody = await _body(request, ContinueBody)
+    body: GroupBody = await _body(request, GroupBody)
     ids = await group.continue_all(request.app[SERVICES].holder, body.filter)
     for rid in ids:
         _audit(request, "continue", worker=rid)
@@ -188,7 +190,7 @@ async def continue_group(request: web.Request) -> web.Response:
 
 async def pause_group(request: web.Request) -> web.Response:
     """Pause every held worker of a filter that runs (live workers), through its debugpy."""
-    body: ContinueBody = await _body(request, ContinueBody)
+    body: GroupBody = await _body(request, GroupBody)
     outcomes = await group.pause_all(request.app[SERVICES].holder, body.filter)
     for rid, _ in outcomes:
         _audit(request, "pause", worker=rid)
