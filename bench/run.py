@@ -181,10 +181,10 @@ async def timed(action: Callable[[], Awaitable[Any]]) -> float:
 # -- stages ------------------------------------------------------------------------------------
 
 
-async def p1_discovery(pauses: int, gap: float) -> dict[str, Any]:
+async def p1_discovery(ray: str, pauses: int, gap: float) -> dict[str, Any]:
     """From ``breakpoint()`` to the record's ``paused_since`` (the bridge's first sight)."""
-    with LocalRay(num_cpus=2) as head, serve("--address", head.address) as (_, url, _port):
-        env = dict(os.environ, RAY_ADDRESS=head.address)
+    with serve("--address", ray) as (_, url, _port):
+        env = dict(os.environ, RAY_ADDRESS=ray)
         job_command = [sys.executable, str(HERE / "jobs" / "pauses.py"), str(pauses), str(gap)]
         with process(job_command, env) as job:
             latencies, seen, failed = [], set(), 0
@@ -349,7 +349,7 @@ async def p4_scale(workers: int) -> dict[str, Any]:
 
 async def p5_idle(window: float) -> dict[str, Any]:
     with fake_cluster(0) as url, serve("--dashboard-url", url) as (bridge, _, _port):
-        await asyncio.sleep(3)
+        await asyncio.sleep(min(3.0, window))  # past its start
         _, _, cpu_before = usage(bridge.pid)
         await asyncio.sleep(window)
         rss, _, cpu_after = usage(bridge.pid)
@@ -359,11 +359,11 @@ async def p5_idle(window: float) -> dict[str, Any]:
     }
 
 
-async def p6_stacks(ranks: int, rounds: int) -> dict[str, Any]:
+async def p6_stacks(ray: str, ranks: int, rounds: int) -> dict[str, Any]:
     """Real ranks waiting in one frame: the merged stacks (the first answer joins Ray as a
     driver and starts a worker on the node), then one rank paused from outside."""
-    with LocalRay(num_cpus=4) as head, serve("--address", head.address) as (bridge, url, _):
-        env = dict(os.environ, RAY_ADDRESS=head.address)
+    with serve("--address", ray) as (bridge, url, _):
+        env = dict(os.environ, RAY_ADDRESS=ray)
         job_command = [sys.executable, str(HERE / "jobs" / "waiting_ranks.py"), str(ranks)]
         with process(job_command, env):
 
@@ -412,13 +412,13 @@ async def p6_simulated(ranks: int, rounds: int) -> dict[str, Any]:
     }
 
 
-async def p7_overhead(rounds: int, scale: float) -> dict[str, Any]:
+async def p7_overhead(ray: str, rounds: int, scale: float) -> dict[str, Any]:
     """Wall times of CPU-bound work in a Ray actor: without the hook; with it and the bridge
     holding the worker; and with a breakpoint set in another file of the job."""
     jobs = HERE / "jobs"
     times: dict[str, dict[str, list[float]]] = {}
-    with LocalRay(num_cpus=2) as head, serve("--address", head.address) as (_, url, dap):
-        env = dict(os.environ, RAY_ADDRESS=head.address)
+    with serve("--address", ray) as (_, url, dap):
+        env = dict(os.environ, RAY_ADDRESS=ray)
         for side in ("plain", "live", "live_breakpoint_elsewhere"):
             flag = Path(tempfile.mkdtemp()) / "go"
             mode = "plain" if side == "plain" else "live"
@@ -460,14 +460,14 @@ def _live_workers(url: str, job_id: str) -> list[dict[str, Any]]:
     return [w for w in workers if w["live"] and w["job_id"] == job_id and w["state"] == "running"]
 
 
-async def p7_stops(count: int) -> dict[str, Any]:
+async def p7_stops(ray: str, count: int) -> dict[str, Any]:
     """``breakpoint()`` in a live worker -> listed by the bridge (the first of a fresh worker
     apart); a breakpoint set from a DAP client -> that client's ``stopped``."""
     script = HERE / "jobs" / "live_stops.py"
     gutter = next(i for i, text in enumerate(script.read_text().splitlines(), 1)
                   if "# GUTTER" in text)  # fmt: skip
-    with LocalRay(num_cpus=2) as head, serve("--address", head.address) as (_, url, dap):
-        env = dict(os.environ, RAY_ADDRESS=head.address)
+    with serve("--address", ray) as (_, url, dap):
+        env = dict(os.environ, RAY_ADDRESS=ray)
         figures: dict[str, Any] = {}
         for mode in ("breakpoint", "gutter"):
             flag = Path(tempfile.mkdtemp()) / "go"
@@ -677,23 +677,26 @@ async def run(smoke: bool) -> dict[str, Any]:
     machine = {"cpus": os.cpu_count(), "python": platform.python_version()}
     machine["platform"] = platform.platform()
     results: dict[str, Any] = {"machine": machine, "smoke": smoke}
-    results["p1"] = await p1_discovery(2 if smoke else 20, gap=1.5)
-    results["p1b"] = await p1_discovery(2 if smoke else 20, gap=0.0)
     results["p2_p3"] = await p2_p3(2 if smoke else 10)
     direct, tcp = results["p2_p3"]["direct"], results["p2_p3"]["bridge_tcp"]
     results["p3b_ratio"] = round(tcp["uncached"]["p50_ms"] / direct["uncached"]["p50_ms"], 3)
     results["p4"] = await p4_scale(20 if smoke else 1000)
     results["p5"] = await p5_idle(1.0 if smoke else 20.0)
     results["p6b"] = await p6_simulated(20 if smoke else 1000, 2 if smoke else 10)
-    refusal = ptrace_refusal()
-    results["p6"] = (
-        await p6_stacks(4 if smoke else 16, 2 if smoke else 10)
-        if refusal is None
-        else {"skipped": f"py-spy and gdb need ptrace, which this machine refuses: {refusal}"}
-    )
-    results["p7"] = await p7_overhead(1 if smoke else 5, 0.1 if smoke else 1.0)
-    results["p7_stops"] = await p7_stops(3 if smoke else 20)
     results["p7_scale"] = await p7_scale(20 if smoke else 1000)
+    # The stages on a real Ray head share one (each with a bridge of its own): its start is
+    # not what they measure.
+    with LocalRay(num_cpus=4) as head:
+        results["p1"] = await p1_discovery(head.address, 2 if smoke else 20, gap=1.5)
+        results["p1b"] = await p1_discovery(head.address, 2 if smoke else 20, gap=0.0)
+        refusal = ptrace_refusal()
+        results["p6"] = (
+            await p6_stacks(head.address, 4 if smoke else 16, 2 if smoke else 10)
+            if refusal is None
+            else {"skipped": f"py-spy and gdb need ptrace, which this machine refuses: {refusal}"}
+        )
+        results["p7"] = await p7_overhead(head.address, 1 if smoke else 5, 0.1 if smoke else 1.0)
+        results["p7_stops"] = await p7_stops(head.address, 3 if smoke else 20)
     return results
 
 

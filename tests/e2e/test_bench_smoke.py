@@ -13,6 +13,7 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.timeout(600)  # every stage, several of them on a real Ray head
 def test_benchmark_harness_smoke(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     run = subprocess.run(
