@@ -34,7 +34,7 @@ run: $(STAMP)
 
 ## Lint, type-check and run every test (what CI runs), the extension's too.
 test: $(STAMP) lint typecheck ext-check vsix e2e-tools
-	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -43,6 +43,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from raydap.adapter import StreamChannel
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
@@ -134,6 +136,15 @@ def ptrace_refusal() -> str | None:
     finally:
         child.kill()
         child.wait()
+
+
+async def settle(busy: float = 30.0, longest: float = 60.0) -> None:
+    """Wait until the machine is quiet (a Ray head starts a Python worker per CPU, which
+    takes the machine's cores for several seconds): under ``busy`` % CPU for a second."""
+    deadline = time.monotonic() + longest
+    while time.monotonic() < deadline:
+        if await asyncio.to_thread(psutil.cpu_percent, 1.0) < busy:
+            return
 
 
 def usage(pid: int) -> tuple[float, float, float]:
@@ -687,6 +698,7 @@ async def run(smoke: bool) -> dict[str, Any]:
     # The stages on a real Ray head share one (each with a bridge of its own): its start is
     # not what they measure.
     with LocalRay(num_cpus=4) as head:
+        await settle()
         results["p1"] = await p1_discovery(head.address, 2 if smoke else 20, gap=1.5)
         results["p1b"] = await p1_discovery(head.address, 2 if smoke else 20, gap=0.0)
         refusal = ptrace_refusal()
