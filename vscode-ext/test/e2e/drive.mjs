@@ -189,8 +189,15 @@ async function stacksAndPause(page) {
   const stacks = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray Stacks/ }) });
   // Room for the whole tree: the Run pane folded away (the tree is virtual: rows out of
   // view are not in the page).
-  const run = page.locator('.pane-header', { hasText: /^Run$/ });
-  if ((await run.getAttribute('aria-expanded')) === 'true') await run.click();
+  const fold = async (header, expanded) => {
+    await header.waitFor();
+    if ((await header.getAttribute('aria-expanded')) === String(!expanded)) await header.click();
+  };
+  await fold(page.locator('.pane-header', { hasText: /^Run$/ }), false);
+  await fold(ray.locator('.pane-header'), false);
+  // The command focuses the view; VS Code has been seen to leave it folded all the same when
+  // the job's quick pick was still closing: unfold it, as a person would.
+  await fold(stacks.locator('.pane-header'), true);
   const waiting = stacks.locator('.monaco-list-row', { hasText: 'wait_for_peers' }).first();
   await waiting.waitFor();
   const label = await waiting.getAttribute('aria-label');
@@ -203,6 +210,7 @@ async function stacksAndPause(page) {
   await rank.click(); // selected: its inline actions show
   await rank.getByRole('button', { name: 'Pause Worker' }).click();
   await page.locator('.statusbar-item', { hasText: 'Ray: 1 paused' }).waitFor();
+  await fold(ray.locator('.pane-header'), true);
   await ray.locator('.monaco-list-row', { hasText: 'rank' }).first().waitFor();
   say('paused one rank from the stacks view: the Ray view lists it');
   await continueJobFromView(page, ray);
