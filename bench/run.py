@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -719,6 +720,9 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="every stage, briefly (for CI)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     options = parser.parse_args()
+    # Stopped with SIGTERM (a test's time ran out), unwind: the Ray head, bridges and jobs
+    # started here are stopped on the way out, not left running.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     results = asyncio.run(run(options.smoke))
     print(table(results))
     print(json.dumps(results, indent=2))
