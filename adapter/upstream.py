@@ -20,6 +20,13 @@ from typing import Any, Protocol
 from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
+from raydap.adapter.ray_hook import (
+    MAX_SETTLE_STEPS,
+    REARM_STATEMENT,
+    Settle,
+    may_stop_in_hook,
+    settle_action,
+)
 from raydap.adapter.requests import RequestEngine
 from raydap.protocol import Event, ProtocolError, Request, Response, Route, event
 from raydap.protocol import command as command_info
@@ -87,6 +94,12 @@ class Upstream:
         #: Told of every breakpoint configuration the worker accepted (``setBreakpoints`` and
         #: the like, as sent to it), so the bridge can keep what a live worker has.
         self.on_configured: Callable[[str, dict[str, Any]], None] | None = None
+        #: Whether this worker's ``breakpoint()`` stops inside Ray's hook (Python 3.12+,
+        #: :mod:`.ray_hook`): None until its first such stop shows it, or a live worker's mark.
+        self.stops_in_ray_hook: bool | None = None
+        #: Stops being moved out of Ray's hook, by thread: the event to show once it is done
+        #: (None: show the next stop as it comes) and how many steps it took so far.
+        self._settling: dict[int, tuple[Event | None, int]] = {}
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -253,21 +266,17 @@ class Upstream:
         if name == "initialized":
             self._initialized.set()
         elif name == "stopped":
-            thread_id = body.get("threadId")
             self.cache.clear()
-            if self._detaching:
-                log.warning(
-                    "%s stopped while the bridge was detaching: debugpy resumes it on "
-                    "disconnect, so this breakpoint() is skipped",
-                    self.name,
-                )
-            if isinstance(thread_id, int):
-                self.stops.pop(thread_id, None)
-                self.stops[thread_id] = message
-            self.state = State.STOPPED
-            self._first_stop.set()
-            if isinstance(thread_id, int):
-                self._spawn(self._prefetch(thread_id))
+            thread_id = body.get("threadId")
+            settling = isinstance(thread_id, int) and (
+                thread_id in self._settling
+                or (self.stops_in_ray_hook is not False and may_stop_in_hook(body))
+            )
+            if settling:
+                self._spawn(self._settle(message))
+            else:
+                self._show_stop(message)
+            return
         elif name == "invalidated":
             self.cache.clear()
         elif name == "thread":
@@ -290,8 +299,72 @@ class Upstream:
         if name in PRIVATE_EVENTS or (name == "output" and body.get("category") == "telemetry"):
             return
         self._broadcast(message)
-        if name == "stopped":
-            self._on_change(self)
+
+    def _show_stop(self, message: Event) -> None:
+        """A stop that stands where the user expects: record it and tell every client."""
+        body = message.body if isinstance(message.body, dict) else {}
+        thread_id = body.get("threadId")
+        if self._detaching:
+            log.warning(
+                "%s stopped while the bridge was detaching: debugpy resumes it on "
+                "disconnect, so this breakpoint() is skipped",
+                self.name,
+            )
+        if isinstance(thread_id, int):
+            self.stops.pop(thread_id, None)
+            self.stops[thread_id] = message
+        self.state = State.STOPPED
+        self._first_stop.set()
+        if isinstance(thread_id, int):
+            self._spawn(self._prefetch(thread_id))
+        self._broadcast(message)
+        self._on_change(self)
+
+    async def _settle(self, message: Event) -> None:
+        """Move a stop out of Ray's breakpoint hook before anyone sees it (:mod:`.ray_hook`).
+
+        Nothing is shown until the thread stands in the user's code: a step out of the hook
+        is answered by a new ``stopped`` event, which comes back here. Whatever fails, the
+        stop is shown where it is."""
+        body = message.body if isinstance(message.body, dict) else {}
+        thread_id = int(body["threadId"])
+        shown, steps = self._settling.pop(thread_id, (message, 0))
+        action, moved = Settle.SHOW, None
+        try:
+            trace = await self._exchange(
+                "stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": 2}, None
+            )
+            frames = (trace.body or {}).get("stackFrames") or [] if trace.success else []
+            action = settle_action(frames) if steps < MAX_SETTLE_STEPS else Settle.SHOW
+            if steps == 0 and self.stops_in_ray_hook is None:
+                self.stops_in_ray_hook = action is not Settle.SHOW
+            if action is Settle.STEP_OUT:
+                self._settling[thread_id] = (shown, steps + 1)  # shown: the breakpoint() stop
+                moved = await self._exchange("stepOut", {"threadId": thread_id}, None)
+            elif action is Settle.REARM:
+                rearmed = await self._exchange(
+                    "evaluate",
+                    {"expression": REARM_STATEMENT, "frameId": frames[0]["id"], "context": "repl"},
+                    None,
+                )
+                if not rearmed.success:
+                    log.warning("%s: cannot show its post-mortem stop: %s", self.name,
+                                rearmed.message)  # fmt: skip
+                    action = Settle.SHOW
+                else:
+                    self._settling[thread_id] = (None, steps + 1)  # shown: the real stop
+                    moved = await self._exchange("continue", {"threadId": thread_id}, None)
+            if moved is not None and not moved.success:
+                self._settling.pop(thread_id, None)
+                action = Settle.SHOW
+        except UpstreamError as exc:
+            self._settling.pop(thread_id, None)
+            if self.state is State.CLOSED:
+                return
+            log.warning("%s: showing a stop as it is: %s", self.name, exc)
+            action = Settle.SHOW
+        if action is Settle.SHOW:
+            self._show_stop(shown or message)
 
     def _resumed(self, thread_id: object, body: object) -> None:
         """Forget the stops that ended, and tell every client once (debugpy tells only the

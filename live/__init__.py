@@ -16,13 +16,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 
 log = logging.getLogger(__name__)
 
 #: GCS internal KV namespace and key prefix of the marks live workers leave for the bridge:
-#: ``live:<worker id hex>`` -> ``{"pid": ..., "cwd": ...}``. The mark tells the bridge that a
-#: worker's open debugger port means "hold me while I run" (any worker that once hit a
-#: ``breakpoint()`` has an open port too), and where its code is, for path mapping.
+#: ``live:<worker id hex>`` -> ``{"pid": ..., "cwd": ..., "python": [major, minor]}``. The
+#: mark tells the bridge that a worker's open debugger port means "hold me while I run" (any
+#: worker that once hit a ``breakpoint()`` has an open port too), where its code is, for path
+#: mapping, and its Python, which decides how its ``breakpoint()`` stops are shown.
 NAMESPACE = "raydap"
 MARK_PREFIX = "live:"
 
@@ -56,7 +58,8 @@ def setup() -> None:
         # is noise here: breakpoints are set in the job's own code.
         os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
         worker_id = ray.get_runtime_context().get_worker_id()
-        mark = json.dumps({"pid": os.getpid(), "cwd": os.getcwd()})
+        python = list(sys.version_info[:2])
+        mark = json.dumps({"pid": os.getpid(), "cwd": os.getcwd(), "python": python})
         # The mark first: once the port is visible, the bridge finds the mark beside it.
         internal_kv._internal_kv_put(mark_key(worker_id), mark, overwrite=True,
                                      namespace=NAMESPACE)  # fmt: skip

@@ -33,6 +33,13 @@ class LiveMark(BaseModel):
     #: The worker's working directory: its Ray package directory when the job ships a
     #: ``working_dir``, which lets editor paths map to it before it ever stops.
     cwd: str | None = None
+    #: The worker's Python (major, minor): from 3.12 on Ray's ``breakpoint()`` hook needs a
+    #: step out to reach the user's line (:mod:`raydap.adapter.ray_hook`); before, it does not.
+    python: tuple[int, int] | None = None
+
+    @property
+    def stops_in_ray_hook(self) -> bool | None:
+        return None if self.python is None else self.python >= (3, 12)
 
 
 class Marks(Protocol):

@@ -115,15 +115,15 @@ class Holder:
         if (self.registry.get(record.id) or record).state != "failed":
             self.registry.put(record)  # a failed one stays listed as such while retried
         self._holding[record.id] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(self._hold(record))
+        task = asyncio.create_task(self._hold(record, live))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _hold(self, record: BreakpointRecord) -> None:
+    async def _hold(self, record: BreakpointRecord, live: LiveMark | None) -> None:
         assert record.debugger_port is not None
         waiter = self._holding[record.id]
         try:
-            upstream = await self._connect(record)
+            upstream = await self._connect(record, live.stops_in_ray_hook if live else None)
         except UpstreamError as exc:
             log.warning("could not hold %s: %s", record.label, exc)
             self._failed_at[record.id] = time.monotonic()
@@ -144,9 +144,12 @@ class Holder:
         waiter.set_result(upstream)
         self._changed(record.id, upstream)
 
-    async def _connect(self, record: BreakpointRecord) -> Upstream:
+    async def _connect(
+        self, record: BreakpointRecord, stops_in_ray_hook: bool | None = None
+    ) -> Upstream:
         """Connect to the worker's debugpy and finish the handshake, or raise UpstreamError
-        saying what a person can do about it."""
+        saying what a person can do about it. ``stops_in_ray_hook``: what the worker's Python
+        says of its ``breakpoint()`` stops, where known."""
         assert record.debugger_port is not None
         try:
             channel = await open_tcp_channel(record.node_ip, record.debugger_port)
@@ -165,6 +168,7 @@ class Holder:
             on_change=lambda u: self._changed(record.id, u),
             observe=self._observe_request,
         )
+        upstream.stops_in_ray_hook = stops_in_ray_hook
         try:
             await upstream.handshake(timeout=self.handshake_timeout, expect_stop=not record.live)
         except asyncio.TimeoutError:

@@ -66,6 +66,9 @@ async def test_task_breakpoint_is_listed_attached_inspected_and_continued(
     assert await evaluate(client, frame, "x, y") == "(7, 49)"
     assert bridge.get(f"/api/v1/breakpoints/{record['id']}")["clients"] == 1
 
+    await client.request("next", {"threadId": stopped["threadId"]})  # on every Python:
+    _, frame = await stopped_frame(client)  # the user's next line, not Ray's hook
+    assert (frame["name"], frame["line"]) == ("square", record["location"]["line"] + 1)
     await client.request("continue", {"threadId": stopped["threadId"]})
     assert job.result() == "49"
     await asyncio.sleep(0.5)
@@ -103,6 +106,8 @@ async def test_post_mortem_pause_shows_the_exception(
     assert record["exception"]["type"] == "ValueError"
     assert "bad batch 3" in record["exception"]["message"]
     assert record["task_name"] == "load"
+    raised_at = break_line("post_mortem.py", "load")
+    assert (record["location"]["function"], record["location"]["line"]) == ("load", raised_at)
 
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.attach(breakpoint=record["id"])
@@ -115,10 +120,9 @@ async def test_post_mortem_pause_shows_the_exception(
     assert process["name"] == f"load (pid {record['pid']} on {record['node_ip']})"
     assert process["isLocalProcess"] is False
     trace = await client.request("stackTrace", {"threadId": stopped["threadId"]})
-    assert any(
-        f["name"] == "load" and f["line"] == break_line("post_mortem.py", "load")
-        for f in trace.body["stackFrames"]
-    )
+    top = trace.body["stackFrames"][0]
+    assert (top["name"], top["line"]) == ("load", raised_at)
+    assert await evaluate(client, top, "batch") == "3"
     await client.request("continue", {"threadId": stopped["threadId"]})
     assert job.result() == "raised ValueError"
 

@@ -1,0 +1,119 @@
+"""Where Ray's breakpoint hook leaves a worker on Python 3.12+, and how to reach the user's line.
+
+``breakpoint()`` in a Ray worker runs Ray's hook (``ray/util/rpdb.py set_trace`` ->
+``ray/util/debugpy.py set_trace``), which asks pydevd to stop in the caller of its own frame.
+Before 3.12 (``sys.settrace``) that is the user's ``breakpoint()`` line. From 3.12 on, debugpy
+traces with ``sys.monitoring`` and ends that step as a *step return* into the next frame out,
+which is still Ray's ``rpdb.py``: every pause would show Ray's file, and ``next`` would land back
+on the ``breakpoint()`` line. One ``stepOut`` reaches the user's frame, at the ``breakpoint()``
+line, as on 3.10 and 3.11 (verified with debugpy 1.8.22 on 3.12.1 and 3.13.0).
+
+A post-mortem pause (``RAY_DEBUG_POST_MORTEM=1``) is worse there: Ray calls pydevd's
+unhandled-exception stop from ordinary code, with monitoring on, so the first Python call inside
+pydevd's own wait (a ``contextlib`` helper) is suspended as a second, nested stop: no exception,
+no traceback, the stack of pydevd's caller. :func:`rearm_post_mortem` runs in the worker at that
+nested stop: once it is continued, the real stop (the raising frame, the exception) stays
+suspended and is announced, as on 3.10 and 3.11.
+
+This module is pure: the upstream asks :func:`settle_action` what to do with a stop's top
+frames and sends the requests itself.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+#: Ray's files that run between a user's ``breakpoint()`` (or a failing task) and pydevd.
+HOOK_FILES = ("ray/util/rpdb.py", "ray/util/debugpy.py")
+#: How many steps out of Ray's hook are tried before a stop is shown where it is.
+MAX_SETTLE_STEPS = 3
+
+
+class Settle(enum.Enum):
+    """What to do with a fresh stop before anyone sees it."""
+
+    SHOW = "show"  # it stands where the user expects
+    STEP_OUT = "step out"  # inside Ray's breakpoint hook: step out to the user's frame
+    REARM = "rearm"  # pydevd's nested post-mortem stop: re-arm the real one, then continue
+
+
+def _path(frame: dict[str, Any]) -> str:
+    source = frame.get("source")
+    path = source.get("path") if isinstance(source, dict) else None
+    return str(path or "").replace("\\", "/")
+
+
+def is_hook_frame(frame: dict[str, Any]) -> bool:
+    return _path(frame).endswith(HOOK_FILES)
+
+
+def may_stop_in_hook(body: dict[str, Any]) -> bool:
+    """A stop that Ray's hook may have made: ``breakpoint()`` or a post-mortem stop, never a
+    breakpoint set by a client (debugpy names the breakpoints it hit), a step or a pause."""
+    return body.get("reason") in ("breakpoint", "exception") and not body.get("hitBreakpointIds")
+
+
+def settle_action(frames: Sequence[dict[str, Any]]) -> Settle:
+    """What a stop whose stack starts with ``frames`` (innermost first) needs."""
+    if not frames:
+        return Settle.SHOW
+    if (
+        len(frames) > 1
+        and _path(frames[0]).endswith("/contextlib.py")
+        and frames[1].get("name") == "_debugpy_excepthook"
+        and is_hook_frame(frames[1])
+    ):
+        return Settle.REARM
+    return Settle.STEP_OUT if is_hook_frame(frames[0]) else Settle.SHOW
+
+
+def rearm_post_mortem() -> None:  # pragma: no cover (runs inside a worker, sent as source)
+    """Inside the worker, at pydevd's nested stop: make the outer unhandled-exception stop
+    suspend and announce itself once the nested one is continued.
+
+    The outer stop reaches ``notify_thread_suspended`` next; this thread's tracing is off
+    until it ends, so pydevd's own helpers are not stopped in again.
+    """
+    import contextlib
+    import threading
+
+    import pydevd  # type: ignore[import-not-found]
+    from _pydevd_bundle.pydevd_comm_constants import (  # type: ignore[import-not-found]
+        CMD_ADD_EXCEPTION_BREAK,
+    )
+    from _pydevd_sys_monitoring import (  # type: ignore[import-not-found]
+        pydevd_sys_monitoring as monitoring,
+    )
+
+    debugger = pydevd.get_global_debugger()
+    target = threading.current_thread()
+    notifier = debugger._threads_suspended_single_notification
+    traced = monitoring.suspend_current_thread_tracing()
+
+    class Rearmed:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(notifier, name)
+
+        @contextlib.contextmanager
+        def notify_thread_suspended(self, thread_id: Any, thread: Any, reason: Any) -> Any:
+            if thread is target:
+                debugger._threads_suspended_single_notification = notifier
+                debugger.set_suspend(thread, CMD_ADD_EXCEPTION_BREAK)
+            try:
+                with notifier.notify_thread_suspended(thread_id, thread, reason):
+                    yield
+            finally:
+                if thread is target and traced:
+                    monitoring.resume_current_thread_tracing()
+
+    debugger._threads_suspended_single_notification = Rearmed()
+
+
+#: What the upstream evaluates in the nested stop's frame.
+REARM_STATEMENT = (
+    f"exec({inspect.getsource(rearm_post_mortem) + chr(10) + 'rearm_post_mortem()'!r}, "
+    "{'Any': object})"
+)
