@@ -1,10 +1,22 @@
 # Two commands do all the set-up on a fresh machine: `make run` and `make test`.
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# PYTHON is a command or a version: `make test PYTHON=3.12` finds python3.12 on PATH or in pyenv
+# (.ci/find-python) and installs into a venv of that version's own, .venv-3.12.
+PYTHON     ?= python3
+PYTHON_CMD := $(shell .ci/find-python $(PYTHON))
+PYVER      := $(shell $(PYTHON_CMD) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+VENV       ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(PYVER))
+BIN        := $(VENV)/bin
+STAMP      := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit integration e2e bench clean ext-check vsix e2e-tools screenshots
+# Every Python raydap supports. `make test` runs the whole suite on PYTHON, then a reduced but
+# real one on each other version found here (unit, integration, and the end-to-end core, live,
+# follow and stacks tests on a real Ray head). `MATRIX=` skips it; in CI a missing one fails.
+MATRIX       ?= 3.10 3.11 3.12 3.13
+MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
+                tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py
+
+.PHONY: run test lint typecheck unit integration e2e bench clean ext-check vsix e2e-tools screenshots \
+        matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
 # code-server from npm, Debian's Chromium for Playwright. Versions are pinned here.
@@ -18,7 +30,7 @@ APT_PACKAGES := chromium tmux gdb libkrb5-dev libx11-dev libxkbfile-dev libsecre
 NPM_INSTALL := npm install --no-audit --no-fund --no-save --loglevel=error
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON_CMD) -m venv $(VENV)
 
 # Reinstall only when the dependencies change.
 $(STAMP): pyproject.toml | $(BIN)/python
@@ -35,6 +47,21 @@ run: $(STAMP)
 ## Lint, type-check and run every test (what CI runs), the extension's too.
 test: $(STAMP) lint typecheck ext-check vsix e2e-tools
 	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=15
+	@$(MAKE) --no-print-directory matrix
+
+## The reduced suite on every other Python of MATRIX (each in its own venv).
+matrix:
+	@for version in $(filter-out $(PYVER),$(MATRIX)); do \
+		if ! .ci/find-python $$version >/dev/null 2>&1; then \
+			if [ -n "$$CI" ]; then .ci/find-python $$version; exit 1; fi; \
+			echo "matrix: no Python $$version here, its tests are skipped"; continue; \
+		fi; \
+		echo "== Python $$version: $(MATRIX_TESTS)"; \
+		$(MAKE) --no-print-directory matrix-suite PYTHON=$$version || exit 1; \
+	done
+
+matrix-suite: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=5 $(MATRIX_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -108,5 +135,5 @@ screenshots: $(STAMP) vsix e2e-tools
 		tests/e2e/test_vscode_extension.py tests/e2e/test_web_page.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(TOOLS) \
+	rm -rf .venv .venv-* .pytest_cache .mypy_cache .ruff_cache .hypothesis $(TOOLS) \
 		$(EXT)/node_modules $(EXT)/out $(EXT)/dist $(EXT)/raydap.vsix

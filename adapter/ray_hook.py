@@ -4,9 +4,10 @@
 ``ray/util/debugpy.py set_trace``), which asks pydevd to stop in the caller of its own frame.
 Before 3.12 (``sys.settrace``) that is the user's ``breakpoint()`` line. From 3.12 on, debugpy
 traces with ``sys.monitoring`` and ends that step as a *step return* into the next frame out,
-which is still Ray's ``rpdb.py``: every pause would show Ray's file, and ``next`` would land back
-on the ``breakpoint()`` line. One ``stepOut`` reaches the user's frame, at the ``breakpoint()``
-line, as on 3.10 and 3.11 (verified with debugpy 1.8.22 on 3.12.1 and 3.13.0).
+which is still Ray's ``rpdb.py``: every pause would show Ray's file. One ``next`` (a step over
+that frame's ``return``) reaches the user's frame, at the ``breakpoint()`` line, as on 3.10 and
+3.11 (verified with debugpy 1.8.22 on 3.12.1 and 3.13.0). Not ``stepOut``: after one, debugpy
+reports the worker terminated once its task returns, though Ray keeps the process.
 
 A post-mortem pause (``RAY_DEBUG_POST_MORTEM=1``) is worse there: Ray calls pydevd's
 unhandled-exception stop from ordinary code, with monitoring on, so the first Python call inside
@@ -36,7 +37,7 @@ class Settle(enum.Enum):
     """What to do with a fresh stop before anyone sees it."""
 
     SHOW = "show"  # it stands where the user expects
-    STEP_OUT = "step out"  # inside Ray's breakpoint hook: step out to the user's frame
+    STEP = "step"  # inside Ray's breakpoint hook: step over its return, into the user's frame
     REARM = "rearm"  # pydevd's nested post-mortem stop: re-arm the real one, then continue
 
 
@@ -67,7 +68,7 @@ def settle_action(frames: Sequence[dict[str, Any]]) -> Settle:
         and is_hook_frame(frames[1])
     ):
         return Settle.REARM
-    return Settle.STEP_OUT if is_hook_frame(frames[0]) else Settle.SHOW
+    return Settle.STEP if is_hook_frame(frames[0]) else Settle.SHOW
 
 
 def rearm_post_mortem() -> None:  # pragma: no cover (runs inside a worker, sent as source)

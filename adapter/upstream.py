@@ -338,9 +338,9 @@ class Upstream:
             action = settle_action(frames) if steps < MAX_SETTLE_STEPS else Settle.SHOW
             if steps == 0 and self.stops_in_ray_hook is None:
                 self.stops_in_ray_hook = action is not Settle.SHOW
-            if action is Settle.STEP_OUT:
+            if action is Settle.STEP:
                 self._settling[thread_id] = (shown, steps + 1)  # shown: the breakpoint() stop
-                moved = await self._exchange("stepOut", {"threadId": thread_id}, None)
+                moved = await self._exchange("next", {"threadId": thread_id}, None)
             elif action is Settle.REARM:
                 rearmed = await self._exchange(
                     "evaluate",

@@ -17,12 +17,10 @@ def frame(name: str, path: str, line: int = 1) -> dict[str, Any]:
 USER = frame("square", "/job/task_breakpoint.py", 10)
 
 
-def test_a_breakpoint_shown_in_rays_rpdb_is_stepped_out_of() -> None:
+def test_a_breakpoint_shown_in_rays_rpdb_is_stepped_out_of_it() -> None:
     frames = [frame("set_trace", f"{SITE}/ray/util/rpdb.py", 299), USER]
-    assert settle_action(frames) is Settle.STEP_OUT
-    assert settle_action([frame("set_trace", f"{SITE}/ray/util/debugpy.py", 98)]) is (
-        Settle.STEP_OUT
-    )
+    assert settle_action(frames) is Settle.STEP
+    assert settle_action([frame("set_trace", f"{SITE}/ray/util/debugpy.py", 98)]) is (Settle.STEP)
 
 
 def test_the_users_own_line_is_shown_as_it_is() -> None:
