@@ -293,8 +293,9 @@ class Upstream:
             self.process_event = message
         elif name == "terminated":
             # debugpy's adapter says so when the worker process dies, but keeps the socket
-            # open: the worker is gone all the same.
-            self._spawn(self.close("the worker process exited"))
+            # open: the worker is gone all the same. It says so too in answer to the bridge's
+            # own ``disconnect``: then the reason is the bridge's.
+            self._spawn(self.close(self._detaching or "the worker process exited"))
             return
         if name in PRIVATE_EVENTS or (name == "output" and body.get("category") == "telemetry"):
             return
