@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import pytest
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the same parser, from PyPI
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_package_folder_is_in_the_wheel() -> None:
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])
     found = set()
