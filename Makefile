@@ -15,7 +15,7 @@ MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py
 
-.PHONY: run test lint typecheck unit integration e2e bench clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test lint typecheck unit integration e2e bench bench-live clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -86,8 +86,14 @@ e2e: $(STAMP) vsix e2e-tools
 	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q tests/e2e
 
 ## The benchmarks of docs/performance.md (several minutes; not part of `make test`).
+## `make bench PYTHON=3.12` runs them on that Python; `make bench-live PYTHON=3.12` only P7.
+BENCH_JSON := bench/results$(if $(filter python3,$(PYTHON)),,-$(PYVER)).json
+
 bench: $(STAMP)
-	$(BIN)/python -m bench.run --json bench/results.json
+	$(BIN)/python -m bench.run --json $(BENCH_JSON)
+
+bench-live: $(STAMP)
+	$(BIN)/python -m bench.run --live-only --json bench/results-live-$(PYVER).json
 
 $(EXT_STAMP): $(EXT)/package.json $(EXT)/package-lock.json
 	cd $(EXT) && npm ci --no-audit --no-fund --loglevel=error

@@ -631,27 +631,37 @@ def _measures(r: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
 
 
 def _p7(
-    overhead: dict[str, Any], stops: dict[str, Any], scale: dict[str, Any]
+    overhead: dict[str, Any], stops: dict[str, Any], scale: dict[str, Any] | None
 ) -> list[tuple[str, str, str, bool]]:
     calls, compiled = overhead["python_calls"], overhead["numpy"]
     listed, gutter = stops["listed"], stops["gutter_stopped"]
-    n = scale["workers"]
-    return [
+    # On 3.12+ debugpy's sys.monitoring costs little while no breakpoint is near: the target
+    # there is 1.10; on 3.10 and 3.11 sys.settrace is what it is (docs/performance.md).
+    elsewhere_target = (
+        1.10 if tuple(map(int, overhead["python"].split(".")[:2])) >= (3, 12) else 1.05
+    )
+    rows = [
         (f"P7 live overhead, Python calls (Python {overhead['python']})",
          f"{calls['live_ratio']}", "≤ 1.05", calls["live_ratio"] <= 1.05),
         ("P7 live overhead, numpy", f"{compiled['live_ratio']}", "≤ 1.05",
          compiled["live_ratio"] <= 1.05),
         ("P7 the same, a breakpoint in another file: Python calls",
-         f"{calls['live_breakpoint_elsewhere_ratio']}", "≤ 1.05",
-         calls["live_breakpoint_elsewhere_ratio"] <= 1.05),
+         f"{calls['live_breakpoint_elsewhere_ratio']}", f"≤ {elsewhere_target}",
+         calls["live_breakpoint_elsewhere_ratio"] <= elsewhere_target),
         ("P7 the same, a breakpoint in another file: numpy",
-         f"{compiled['live_breakpoint_elsewhere_ratio']}", "≤ 1.05",
-         compiled["live_breakpoint_elsewhere_ratio"] <= 1.05),
+         f"{compiled['live_breakpoint_elsewhere_ratio']}", f"≤ {elsewhere_target}",
+         compiled["live_breakpoint_elsewhere_ratio"] <= elsewhere_target),
         ("P7 breakpoint() in a live worker -> listed p50",
          f"{listed['p50_ms']} ms (first {listed['first_ms']} ms)", "≤ 20 ms",
          listed["p50_ms"] <= 20 and listed["first_ms"] <= 20),
         ("P7 editor breakpoint's line runs -> stopped p50", f"{gutter['p50_ms']} ms",
          "≤ 50 ms", gutter["p50_ms"] <= 50),
+    ]  # fmt: skip
+    if scale is None:
+        return rows
+    n = scale["workers"]
+    return [
+        *rows,
         (f"P7 hold {n} live workers", f"{scale['hold_s']} s", "-", True),
         (f"P7 setBreakpoints reaches {n} live workers", f"{scale['set_breakpoints_all_s']} s",
          "≤ 1 s", scale["set_breakpoints_all_s"] <= 1),
@@ -675,7 +685,12 @@ def _p6_real(p6: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
 
 def table(results: dict[str, Any]) -> str:
     rows = [("measure", "result", "target", "met")]
-    rows += [(n, v, t, "yes" if ok else "NO") for n, v, t, ok in _measures(results)]
+    measures = (
+        _p7(results["p7"], results["p7_stops"], None)
+        if results.get("live_only")
+        else _measures(results)
+    )
+    rows += [(n, v, t, "yes" if ok else "NO") for n, v, t, ok in measures]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [
         "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |"
@@ -683,6 +698,17 @@ def table(results: dict[str, Any]) -> str:
     ]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
+
+
+async def run_live_only(smoke: bool) -> dict[str, Any]:
+    """P7 on a real Ray head alone: what changes with the Python the workers run."""
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version()}
+    results: dict[str, Any] = {"machine": machine, "smoke": smoke, "live_only": True}
+    with LocalRay(num_cpus=4) as head:
+        await settle()
+        results["p7"] = await p7_overhead(head.address, 1 if smoke else 5, 0.1 if smoke else 1.0)
+        results["p7_stops"] = await p7_stops(head.address, 3 if smoke else 20)
+    return results
 
 
 async def run(smoke: bool) -> dict[str, Any]:
@@ -719,11 +745,15 @@ def main() -> int:
     )
     parser.add_argument("--smoke", action="store_true", help="every stage, briefly (for CI)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--live-only", action="store_true",
+        help="only P7 on a real Ray head (live overhead and stops): per Python version",
+    )  # fmt: skip
     options = parser.parse_args()
     # Stopped with SIGTERM (a test's time ran out), unwind: the Ray head, bridges and jobs
     # started here are stopped on the way out, not left running.
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
-    results = asyncio.run(run(options.smoke))
+    results = asyncio.run((run_live_only if options.live_only else run)(options.smoke))
     print(table(results))
     print(json.dumps(results, indent=2))
     if options.json:
