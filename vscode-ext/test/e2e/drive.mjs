@@ -31,11 +31,24 @@ function say(text) {
   console.log(`${new Date().toISOString().slice(11, 23)} ${text}`);
 }
 
+/** True once the command palette is open and has the keyboard focus. */
+function paletteFocused(page, timeout) {
+  return page
+    .waitForFunction(() => document.activeElement?.closest('.quick-input-widget') != null, null, { timeout })
+    .then(() => true, () => false);
+}
+
 async function runCommand(page, title) {
-  await page.keyboard.press('F1');
+  // Look before typing, as a person does: text typed while the editor still has the focus
+  // lands in the open file. A press that the page took before it was ready is pressed again.
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor();
+  for (let press = 1; ; press++) {
+    await page.keyboard.press('F1');
+    if (await paletteFocused(page, 5_000)) break;
+    if (press === 3) throw new Error(`the command palette did not open for ${title}`);
+  }
   await input.fill(`>${title}`);
+  if ((await input.inputValue()) !== `>${title}`) throw new Error(`the palette lost ${title}`);
   await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
   await page.keyboard.press('Enter');
 }
