@@ -21,10 +21,10 @@ import sys
 log = logging.getLogger(__name__)
 
 #: GCS internal KV namespace and key prefix of the marks live workers leave for the bridge:
-#: ``live:<worker id hex>`` -> ``{"pid": ..., "cwd": ..., "python": [major, minor]}``. The
-#: mark tells the bridge that a worker's open debugger port means "hold me while I run" (any
-#: worker that once hit a ``breakpoint()`` has an open port too), where its code is, for path
-#: mapping, and its Python, which decides how its ``breakpoint()`` stops are shown.
+#: ``live:<worker id hex>`` -> ``{"pid", "cwd", "python": [major, minor], "stops_in_ray_hook"}``.
+#: The mark tells the bridge that a worker's open debugger port means "hold me while I run"
+#: (any worker that once hit a ``breakpoint()`` has an open port too), where its code is, for
+#: path mapping, and whether its ``breakpoint()`` stops need moving to the user's line.
 NAMESPACE = "raydap"
 MARK_PREFIX = "live:"
 
@@ -58,8 +58,11 @@ def setup() -> None:
         # is noise here: breakpoints are set in the job's own code.
         os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
         worker_id = ray.get_runtime_context().get_worker_id()
-        python = list(sys.version_info[:2])
-        mark = json.dumps({"pid": os.getpid(), "cwd": os.getcwd(), "python": python})
+        stops_in_ray_hook = not _stops_at_user_line()
+        mark = json.dumps({
+            "pid": os.getpid(), "cwd": os.getcwd(), "python": list(sys.version_info[:2]),
+            "stops_in_ray_hook": stops_in_ray_hook,
+        })  # fmt: skip
         # The mark first: once the port is visible, the bridge finds the mark beside it.
         internal_kv._internal_kv_put(mark_key(worker_id), mark, overwrite=True,
                                      namespace=NAMESPACE)  # fmt: skip
@@ -68,9 +71,28 @@ def setup() -> None:
         _warn_once(f"raydap.live: this worker cannot be debugged live: {exc!r}")
         return
     try:
+        from raydap.live import ray_hook
+
+        if not ray_hook.drop_pydevd_tags():
+            log.info("raydap.live: this debugpy's exception tags are left as they are")
+    except Exception as exc:
+        log.info("raydap.live: pydevd's exception tags left as they are (%r)", exc)
+    try:
         trace_on_demand()
     except Exception as exc:  # debugpy's internals moved: correct, only slower
         log.info("raydap.live: tracing from the start (%r)", exc)
+
+
+def _stops_at_user_line() -> bool:
+    """Whether this worker's ``breakpoint()`` and post-mortem stops stand where the user
+    expects (:mod:`raydap.live.ray_hook`); if not, the bridge moves them."""
+    from raydap.live import ray_hook
+
+    try:
+        return ray_hook.install()
+    except Exception as exc:  # Ray's internals moved: the bridge still moves the stops
+        log.info("raydap.live: Ray's breakpoint hook left as it is (%r)", exc)
+        return False
 
 
 def trace_on_demand() -> None:

@@ -33,13 +33,12 @@ class LiveMark(BaseModel):
     #: The worker's working directory: its Ray package directory when the job ships a
     #: ``working_dir``, which lets editor paths map to it before it ever stops.
     cwd: str | None = None
-    #: The worker's Python (major, minor): from 3.12 on Ray's ``breakpoint()`` hook needs a
-    #: step out to reach the user's line (:mod:`raydap.adapter.ray_hook`); before, it does not.
+    #: The worker's Python (major, minor).
     python: tuple[int, int] | None = None
-
-    @property
-    def stops_in_ray_hook(self) -> bool | None:
-        return None if self.python is None else self.python >= (3, 12)
+    #: Whether its ``breakpoint()`` and post-mortem stops land inside Ray's hook (Python 3.12+
+    #: where ``raydap.live`` could not patch the hook) and need moving by the bridge
+    #: (:mod:`raydap.adapter.ray_hook`); None from a ``raydap.live`` that did not say.
+    stops_in_ray_hook: bool | None = None
 
 
 class Marks(Protocol):

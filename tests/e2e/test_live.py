@@ -214,3 +214,40 @@ async def test_a_restarted_bridge_holds_live_workers_again_with_their_breakpoint
             stop_bridge(first)
         if second is not None:
             stop_bridge(second)
+
+
+async def test_a_live_workers_post_mortem_stop_shows_the_raising_frame(
+    ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, tmp_path: Path
+) -> None:
+    """On Python 3.12+ pydevd nests Ray's post-mortem stop inside itself unless the live hook
+    keeps the thread's monitoring off for it: listed and shown where the exception was raised,
+    on every version."""
+    flag = tmp_path / "fail now"
+    job = start_job(ray_head.address, "live_post_mortem.py", {"FLAG": str(flag)})
+    try:
+        await asyncio.to_thread(wait_workers, bridge, job.job_id, lambda w: w["live"], 1)
+        flag.touch()  # held while it runs: the failure is this live worker's
+        await post_mortem_is_shown_where_raised(bridge, job, dap_connect)
+    finally:
+        stop_job(job)
+
+
+async def post_mortem_is_shown_where_raised(
+    bridge: BridgeProcess, job: Job, dap_connect: Connect
+) -> None:
+    [record] = bridge.wait_records(job.job_id)
+    assert record["live"] and record["kind"] == "exception"
+    assert record["exception"] == {"type": "ValueError", "message": "bad batch 4"}
+    raised_at = break_line("live_post_mortem.py", "load")
+    assert (record["location"]["function"], record["location"]["line"]) == ("load", raised_at)
+
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.attach(breakpoint=record["id"])
+    stopped = (await client.wait_event("stopped", timeout=60)).body
+    assert (stopped["reason"], stopped["text"]) == ("exception", "ValueError")
+    trace = await client.request("stackTrace", {"threadId": stopped["threadId"]})
+    top = trace.body["stackFrames"][0]
+    assert (top["name"], top["line"]) == ("load", raised_at)
+    assert await evaluate(client, top, "batch") == "4"
+    await client.request("continue", {"threadId": stopped["threadId"]})
+    assert job.result() == "raised ValueError"
