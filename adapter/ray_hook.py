@@ -16,6 +16,10 @@ no traceback, the stack of pydevd's caller. :func:`rearm_post_mortem` runs in th
 nested stop: once it is continued, the real stop (the raising frame, the exception) stays
 suspended and is announced, as on 3.10 and 3.11.
 
+Once such a worker has stopped, the bridge also runs :func:`raydap.live.ray_hook.drop_pydevd_tags`
+in it (:data:`DROP_TAGS_STATEMENT`): an exception raised there later would otherwise reach the
+task's caller as ``UnserializableException``, since pydevd tags it with an object of its own.
+
 This module is pure: the upstream asks :func:`settle_action` what to do with a stop's top
 frames and sends the requests itself.
 """
@@ -26,6 +30,8 @@ import enum
 import inspect
 from collections.abc import Sequence
 from typing import Any
+
+from raydap.live import ray_hook as worker_side
 
 #: Ray's files that run between a user's ``breakpoint()`` (or a failing task) and pydevd.
 HOOK_FILES = ("ray/util/rpdb.py", "ray/util/debugpy.py")
@@ -118,3 +124,11 @@ REARM_STATEMENT = (
     f"exec({inspect.getsource(rearm_post_mortem) + chr(10) + 'rearm_post_mortem()'!r}, "
     "{'Any': object})"
 )
+
+#: What the upstream evaluates once in a 3.12+ worker that runs no ``raydap.live`` hook.
+DROP_TAGS_STATEMENT = repr(
+    "import copyreg, sys\n"
+    + inspect.getsource(worker_side._as_none)
+    + inspect.getsource(worker_side.drop_pydevd_tags)
+    + "drop_pydevd_tags()"
+).join(("exec(", ", {})"))

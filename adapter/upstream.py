@@ -21,6 +21,7 @@ from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
 from raydap.adapter.ray_hook import (
+    DROP_TAGS_STATEMENT,
     MAX_SETTLE_STEPS,
     REARM_STATEMENT,
     Settle,
@@ -339,6 +340,8 @@ class Upstream:
             action = settle_action(frames) if steps < MAX_SETTLE_STEPS else Settle.SHOW
             if steps == 0 and self.stops_in_ray_hook is None:
                 self.stops_in_ray_hook = action is not Settle.SHOW
+                if self.stops_in_ray_hook:  # Python 3.12+, no raydap.live: see ray_hook
+                    self._spawn(self._drop_pydevd_tags())
             if action is Settle.STEP:
                 self._settling[thread_id] = (shown, steps + 1)  # shown: the breakpoint() stop
                 moved = await self._exchange("next", {"threadId": thread_id}, None)
@@ -388,6 +391,22 @@ class Upstream:
         continued["threadId"] = thread_id if isinstance(thread_id, int) else 0
         self._broadcast(event("continued", continued))
         self._on_change(self)
+
+    async def _drop_pydevd_tags(self) -> None:
+        """Once the worker shows its stop, keep its later exceptions picklable
+        (:mod:`.ray_hook`)."""
+        await self._first_stop.wait()
+        try:
+            _, frames = await self.stack(levels=1)
+            answer = await self.request(
+                "evaluate",
+                {"expression": DROP_TAGS_STATEMENT, "frameId": frames[0]["id"], "context": "repl"},
+            )
+        except UpstreamError as exc:
+            answer = None
+            log.info("%s: pydevd's exception tags left as they are: %s", self.name, exc)
+        if answer is not None and not answer.success:
+            log.info("%s: pydevd's exception tags left as they are: %s", self.name, answer.message)
 
     async def _prefetch(self, thread_id: int) -> None:
         """Warm the cache with what every editor asks first when a worker stops: the threads,

@@ -127,6 +127,15 @@ async def test_post_mortem_pause_shows_the_exception(
     assert job.result() == "raised ValueError"
 
 
+async def test_an_error_raised_after_a_stop_reaches_the_caller_as_itself(
+    bridge: BridgeProcess, run_job: Callable[[str], Job]
+) -> None:
+    job = run_job("raises_after_a_stop.py")
+    [record] = bridge.wait_records(job.job_id)
+    bridge.post(f"/api/v1/breakpoints/{record['id']}/continue")
+    assert job.result() == "raised ValueError bad shard 2"
+
+
 async def test_clients_share_a_worker_and_a_late_one_sees_the_same_stop(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
