@@ -367,6 +367,10 @@ class Upstream:
                 return
             log.warning("%s: showing a stop as it is: %s", self.name, exc)
             action = Settle.SHOW
+        except Exception:  # a bug here must not hide the stop from everyone
+            self._settling.pop(thread_id, None)
+            log.exception("%s: showing a stop as it is", self.name)
+            action = Settle.SHOW
         if action is Settle.SHOW:
             self._show_stop(shown or message)
 

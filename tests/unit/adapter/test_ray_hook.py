@@ -3,9 +3,12 @@ on Python 3.12.1 and 3.13.0; the moves themselves run in the e2e tests on each P
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from raydap.adapter import State, Upstream, open_tcp_channel
 from raydap.adapter.ray_hook import REARM_STATEMENT, Settle, may_stop_in_hook, settle_action
+from raydap.protocol import Decoder, Request, encode, event, response_to
 
 SITE = "/venv/lib/python3.12/site-packages"
 
@@ -50,3 +53,48 @@ def test_only_stops_ray_may_have_made_are_looked_at() -> None:
 
 def test_the_rearm_statement_is_one_expression_a_worker_can_run() -> None:
     compile(REARM_STATEMENT, "<evaluate>", "eval")
+
+
+async def test_a_stop_the_bridge_cannot_settle_is_shown_where_it_is() -> None:
+    """A worker whose answers make no sense (here a frame without an id where the nested
+    post-mortem stop would be re-armed) still gets its stop shown, never hidden."""
+    nonsense = [
+        {"name": "helper", "line": 1, "source": {"path": "/usr/lib/python3.12/contextlib.py"}},
+        {
+            "name": "_debugpy_excepthook",
+            "line": 2,
+            "source": {"path": f"{SITE}/ray/util/debugpy.py"},
+        },
+    ]
+
+    async def worker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder, seq, attach = Decoder(), 0, None
+        stopped = event("stopped", {"reason": "exception", "threadId": 1})
+        while data := await reader.read(65536):
+            for request in decoder.feed(data):
+                assert isinstance(request, Request)
+                seq += 1
+                if request.command == "attach":
+                    attach = request
+                    writer.write(encode(event("initialized"), seq))
+                elif request.command == "configurationDone":
+                    assert attach is not None
+                    answers = [response_to(request), response_to(attach), stopped]
+                    writer.write(b"".join(encode(a, seq + i) for i, a in enumerate(answers)))
+                    seq += len(answers)
+                elif request.command == "stackTrace":
+                    writer.write(encode(response_to(request, {"stackFrames": nonsense}), seq))
+                else:
+                    writer.write(encode(response_to(request, {}), seq))
+            await writer.drain()
+
+    server = await asyncio.start_server(worker, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="nonsense")
+    try:
+        await upstream.handshake(timeout=5)
+        assert upstream.state is State.STOPPED
+        assert upstream.top_stop() is not None
+    finally:
+        await upstream.close("test over")
+        server.close()
