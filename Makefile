@@ -3,6 +3,9 @@
 # (.ci/find-python) and installs into a venv of that version's own, .venv-3.12.
 PYTHON     ?= python3
 PYTHON_CMD := $(shell .ci/find-python $(PYTHON))
+ifeq ($(PYTHON_CMD),)
+$(error no interpreter for PYTHON=$(PYTHON) (what .ci/find-python said is above))
+endif
 PYVER      := $(shell $(PYTHON_CMD) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 VENV       ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(PYVER))
 BIN        := $(VENV)/bin
