@@ -97,6 +97,27 @@ async def test_successive_breakpoints_in_an_actor_reach_one_session(
     assert job.result() == "2 5"
 
 
+async def shows_post_mortem_stop(
+    client: DapClient,
+    record: dict,
+    script: str,
+    batch: int,  # type: ignore[type-arg]
+) -> dict:  # type: ignore[type-arg]
+    """Attached to the post-mortem pause of ``script``'s ``load(batch)``: the stop names the
+    exception, is listed and shown at the raising line, and that frame's ``batch`` reads back
+    (on every Python). Returns the ``stopped`` event's body."""
+    raised_at = break_line(script, "load")
+    assert (record["location"]["function"], record["location"]["line"]) == ("load", raised_at)
+    await client.attach(breakpoint=record["id"])
+    stopped = (await client.wait_event("stopped", timeout=60)).body
+    assert (stopped["reason"], stopped["text"]) == ("exception", "ValueError")
+    trace = await client.request("stackTrace", {"threadId": stopped["threadId"]})
+    top = trace.body["stackFrames"][0]
+    assert (top["name"], top["line"]) == ("load", raised_at)
+    assert await evaluate(client, top, "batch") == str(batch)
+    return dict(stopped)
+
+
 async def test_post_mortem_pause_shows_the_exception(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
@@ -106,23 +127,15 @@ async def test_post_mortem_pause_shows_the_exception(
     assert record["exception"]["type"] == "ValueError"
     assert "bad batch 3" in record["exception"]["message"]
     assert record["task_name"] == "load"
-    raised_at = break_line("post_mortem.py", "load")
-    assert (record["location"]["function"], record["location"]["line"]) == ("load", raised_at)
 
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
-    await client.attach(breakpoint=record["id"])
-    stopped = (await client.wait_event("stopped", timeout=60)).body
-    assert (stopped["reason"], stopped["text"]) == ("exception", "ValueError")
+    stopped = await shows_post_mortem_stop(client, record, "post_mortem.py", 3)
     info = await client.request("exceptionInfo", {"threadId": stopped["threadId"]})
     assert "bad batch 3" in info.body["description"]
     assert info.body["exceptionId"] == info.body["details"]["typeName"] == "ValueError"
     process = (await client.wait_event("process")).body
     assert process["name"] == f"load (pid {record['pid']} on {record['node_ip']})"
     assert process["isLocalProcess"] is False
-    trace = await client.request("stackTrace", {"threadId": stopped["threadId"]})
-    top = trace.body["stackFrames"][0]
-    assert (top["name"], top["line"]) == ("load", raised_at)
-    assert await evaluate(client, top, "batch") == "3"
     await client.request("continue", {"threadId": stopped["threadId"]})
     assert job.result() == "raised ValueError"
 

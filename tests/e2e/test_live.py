@@ -25,7 +25,7 @@ from tests.e2e.conftest import (
     stop_bridge,
     stop_job,
 )
-from tests.e2e.test_bridge import evaluate, raydap
+from tests.e2e.test_bridge import evaluate, raydap, shows_post_mortem_stop
 
 pytestmark = pytest.mark.e2e
 
@@ -227,27 +227,12 @@ async def test_a_live_workers_post_mortem_stop_shows_the_raising_frame(
     try:
         await asyncio.to_thread(wait_workers, bridge, job.job_id, lambda w: w["live"], 1)
         flag.touch()  # held while it runs: the failure is this live worker's
-        await post_mortem_is_shown_where_raised(bridge, job, dap_connect)
+        [record] = bridge.wait_records(job.job_id)
+        assert record["live"] and record["kind"] == "exception"
+        assert record["exception"] == {"type": "ValueError", "message": "bad batch 4"}
+        client = await dap_connect(bridge.dap_host, bridge.dap_port)
+        stopped = await shows_post_mortem_stop(client, record, "live_post_mortem.py", 4)
+        await client.request("continue", {"threadId": stopped["threadId"]})
+        assert job.result() == "raised ValueError"
     finally:
         stop_job(job)
-
-
-async def post_mortem_is_shown_where_raised(
-    bridge: BridgeProcess, job: Job, dap_connect: Connect
-) -> None:
-    [record] = bridge.wait_records(job.job_id)
-    assert record["live"] and record["kind"] == "exception"
-    assert record["exception"] == {"type": "ValueError", "message": "bad batch 4"}
-    raised_at = break_line("live_post_mortem.py", "load")
-    assert (record["location"]["function"], record["location"]["line"]) == ("load", raised_at)
-
-    client = await dap_connect(bridge.dap_host, bridge.dap_port)
-    await client.attach(breakpoint=record["id"])
-    stopped = (await client.wait_event("stopped", timeout=60)).body
-    assert (stopped["reason"], stopped["text"]) == ("exception", "ValueError")
-    trace = await client.request("stackTrace", {"threadId": stopped["threadId"]})
-    top = trace.body["stackFrames"][0]
-    assert (top["name"], top["line"]) == ("load", raised_at)
-    assert await evaluate(client, top, "batch") == "4"
-    await client.request("continue", {"threadId": stopped["threadId"]})
-    assert job.result() == "raised ValueError"
