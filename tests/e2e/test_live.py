@@ -236,3 +236,30 @@ async def test_a_live_workers_post_mortem_stop_shows_the_raising_frame(
         assert job.result() == "raised ValueError"
     finally:
         stop_job(job)
+
+
+async def test_rays_own_set_trace_in_a_live_worker_stops_at_the_users_line(
+    ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, tmp_path: Path
+) -> None:
+    """Ray's hook (``ray.util.pdb.set_trace()``; a live worker's ``breakpoint()`` goes through
+    debugpy's own) stops in Ray's ``rpdb.py`` on 3.12+ unless the live hook patched it."""
+    flag = tmp_path / "stop now"
+    job = start_job(ray_head.address, "live_set_trace.py", {"FLAG": str(flag)})
+    try:
+        await asyncio.to_thread(wait_workers, bridge, job.job_id, lambda w: w["live"], 1)
+        flag.touch()
+        [record] = bridge.wait_records(job.job_id)
+        line = break_line("live_set_trace.py", "set_trace")
+        assert (record["location"]["function"], record["location"]["line"]) == ("scale", line)
+        client = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await client.attach(breakpoint=record["id"])
+        stopped = (await client.wait_event("stopped", timeout=60)).body
+        await client.request("next", {"threadId": stopped["threadId"]})
+        stepped = (await client.wait_event("stopped", timeout=60)).body
+        frame = await top_frame(client, stepped["threadId"])
+        assert (frame["name"], frame["line"]) == ("scale", line + 1)
+        assert await evaluate(client, frame, "y") == "15"
+        await client.request("continue", {"threadId": stepped["threadId"]})
+        assert job.result() == "16"
+    finally:
+        stop_job(job)
