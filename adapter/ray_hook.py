@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import enum
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from raydap.live import ray_hook as worker_side
 
-#: Ray's files that run between a user's ``breakpoint()`` (or a failing task) and pydevd.
-HOOK_FILES = ("ray/util/rpdb.py", "ray/util/debugpy.py")
 #: How many steps out of Ray's hook are tried before a stop is shown where it is.
 MAX_SETTLE_STEPS = 3
 
@@ -54,7 +52,7 @@ def _path(frame: dict[str, Any]) -> str:
 
 
 def is_hook_frame(frame: dict[str, Any]) -> bool:
-    return _path(frame).endswith(HOOK_FILES)
+    return _path(frame).endswith(worker_side.HOOK_FILES)
 
 
 def may_stop_in_hook(body: dict[str, Any]) -> bool:
@@ -119,16 +117,15 @@ def rearm_post_mortem() -> None:  # pragma: no cover (runs inside a worker, sent
     debugger._threads_suspended_single_notification = Rearmed()
 
 
-#: What the upstream evaluates in the nested stop's frame.
-REARM_STATEMENT = (
-    f"exec({inspect.getsource(rearm_post_mortem) + chr(10) + 'rearm_post_mortem()'!r}, "
-    "{'Any': object})"
-)
+def _shipped(*functions: Callable[..., object]) -> str:
+    """An expression that defines ``functions`` in a fresh namespace of the worker and calls
+    the last one: the worker needs no raydap installed."""
+    source = "import copyreg, sys\nfrom typing import Any\n"
+    source += "".join(inspect.getsource(function) for function in functions)
+    return f"exec({source + functions[-1].__name__ + '()'!r}, {{}})"
 
+
+#: What the upstream evaluates in the nested stop's frame.
+REARM_STATEMENT = _shipped(rearm_post_mortem)
 #: What the upstream evaluates once in a 3.12+ worker that runs no ``raydap.live`` hook.
-DROP_TAGS_STATEMENT = repr(
-    "import copyreg, sys\n"
-    + inspect.getsource(worker_side._as_none)
-    + inspect.getsource(worker_side.drop_pydevd_tags)
-    + "drop_pydevd_tags()"
-).join(("exec(", ", {})"))
+DROP_TAGS_STATEMENT = _shipped(worker_side._as_none, worker_side.drop_pydevd_tags)

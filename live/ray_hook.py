@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable
 from types import FrameType
 
+#: Ray's files that run between a user's ``breakpoint()`` (or a failing task) and pydevd.
 HOOK_FILES = ("ray/util/rpdb.py", "ray/util/debugpy.py")
 
 
