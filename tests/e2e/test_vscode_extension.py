@@ -97,6 +97,9 @@ def editor(tmp_path: Path, editor_bridge: BridgeProcess) -> Iterator[Editor]:
         "git.enabled": False,
         "extensions.ignoreRecommendations": True,
         "telemetry.telemetryLevel": "off",
+        # A rank that stops while the driver types would otherwise move the keyboard focus to
+        # the editor, and the rest of a command typed into the palette lands in the open file.
+        "debug.focusEditorOnBreak": False,
     }))  # fmt: skip
     env = dict(
         os.environ,

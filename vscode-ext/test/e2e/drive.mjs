@@ -38,17 +38,26 @@ function paletteFocused(page, timeout) {
     .then(() => true, () => false);
 }
 
-async function runCommand(page, title) {
-  // Look before typing, as a person does: text typed while the editor still has the focus
-  // lands in the open file. A press that the page took before it was ready is pressed again.
+/**
+ * Opens the quick input with `key` and types `text` into it. Looks before typing, as a person
+ * does: text typed while the editor still has the focus lands in the open file. A press that the
+ * page took before it was ready is pressed again.
+ */
+async function quickInput(page, key, text) {
   const input = page.locator('.quick-input-widget input');
   for (let press = 1; ; press++) {
-    await page.keyboard.press('F1');
+    await page.keyboard.press(key);
     if (await paletteFocused(page, 5_000)) break;
-    if (press === 3) throw new Error(`the command palette did not open for ${title}`);
+    if (press === 3) throw new Error(`the quick input did not open for ${text}`);
   }
-  await input.fill(`>${title}`);
-  if ((await input.inputValue()) !== `>${title}`) throw new Error(`the palette lost ${title}`);
+  await input.fill(text);
+  if ((await input.inputValue()) !== text || !(await page.evaluate(() => document.activeElement?.closest('.quick-input-widget') != null))) {
+    throw new Error(`the quick input lost ${text}`);
+  }
+}
+
+async function runCommand(page, title) {
+  await quickInput(page, 'F1', `>${title}`);
   await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
   await page.keyboard.press('Enter');
 }
@@ -237,8 +246,7 @@ async function liveBreakpoints(page) {
   say(`the view lists the running ranks: ${await running.first().getAttribute('aria-label')}`);
 
   // 2. A breakpoint in the gutter of the workspace's loop.py, on code with no breakpoint().
-  await page.keyboard.press('Control+P');
-  await page.locator('.quick-input-widget input').fill('loop.py');
+  await quickInput(page, 'Control+P', 'loop.py');
   await page.locator('.quick-input-list .monaco-list-row', { hasText: 'loop.py' }).first().click();
   await page.locator('.tabs-container .tab.active', { hasText: 'loop.py' }).waitFor();
   await runCommand(page, 'Go to Line/Column...');
