@@ -2,9 +2,9 @@
 
 A single-worker session and a follow session are the same thing here: a feed hands the mux
 workers as they become available, and the mux shows them to the client as one debuggee. Ids
-that are only unique per worker (threads, frames, variables, sources, breakpoints) are remapped
-to session-wide ids; source paths are mapped to the client's files; breakpoints the client sets
-reach every worker, present and future.
+that are only unique per worker (threads, frames, variables, sources) are remapped to
+session-wide ids; source paths are mapped to the client's files; breakpoints the client sets
+reach every worker, present and future, through the books of :mod:`.breakpoints`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,20 @@ from __future__ import annotations
 import ast
 import asyncio
 import copy
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from raydap.adapter.breakpoints import (
+    BOOK_COMMANDS,
+    BookKey,
+    SessionBook,
+    book_key,
+    requested,
+    split,
+)
 from raydap.adapter.ids import IdMap
 from raydap.adapter.paths import PathMapper, rewrite_sources
 from raydap.adapter.upstream import Upstream, UpstreamError
@@ -87,13 +96,6 @@ class RoutingError(Exception):
     """A request the mux cannot send to any worker; its message goes to the client."""
 
 
-def _without_breakpoints(arguments: dict[str, Any]) -> dict[str, Any]:
-    cleared = {**arguments, "breakpoints": []}
-    if "lines" in cleared:
-        cleared["lines"] = []  # the deprecated form of setBreakpoints
-    return cleared
-
-
 def _client_id(arguments: dict[str, Any], name: str) -> int:
     value = arguments.get(name)
     if not isinstance(value, int) or isinstance(value, bool):
@@ -126,7 +128,10 @@ class WorkerMux:
         self._frames: IdMap[str] = IdMap()
         self._variables: IdMap[str] = IdMap()
         self._sources: IdMap[str] = IdMap()
-        self._breakpoints: IdMap[str] = IdMap()
+        #: This session's breakpoints under its own ids (the workers' books hold the unions).
+        self.book = SessionBook()
+        self._book_arguments: dict[BookKey, dict[str, Any]] = {}  # the last set request's
+        self._book_keys: dict[tuple[str, BookKey], BookKey] = {}  # (worker, its key) -> ours
         self._ids_by_route = {
             Route.THREAD: self._threads,
             Route.FRAME: self._frames,
@@ -135,7 +140,11 @@ class WorkerMux:
         }
         self._unopenable: dict[int, tuple[str, str]] = {}  # sourceReference -> worker, path
         self._unopenable_refs: dict[tuple[str, str], int] = {}
+        #: Other configuration (exception filters...), replayed to each worker that joins.
         self._configuration: dict[tuple[str, str], Request] = {}
+        #: The workers configuration reaches: those shown, and those joining (from the moment
+        #: their paths are known, so that nothing set meanwhile misses them).
+        self._configured: dict[str, Worker] = {}
         self._joining: set[asyncio.Task[None]] = set()
         self._leaving: set[asyncio.Future[Response]] = set()  # outlive the session on purpose
         self._closed = False
@@ -158,23 +167,27 @@ class WorkerMux:
             task.cancel()
         for worker in self.workers.values():
             worker.upstream.remove_client(self)
+        for worker in self._configured.values():
+            worker.upstream.breakpoints.remove(self)
         self.workers.clear()
+        self._configured.clear()
         self._by_upstream.clear()
 
     def take_back_breakpoints(self) -> None:
-        """The client disconnected: remove the breakpoints it set from the live workers, which
-        run on (paused workers keep theirs; their next stop is theirs to debug)."""
-        cleared = [
-            request.model_copy(update={"arguments": _without_breakpoints(request.args)})
-            for (command, _), request in self._configuration.items()
-            if command in ("setBreakpoints", "setFunctionBreakpoints")
-        ]
-        for worker in self.workers.values():
-            if worker.live:
-                for request in cleared:
-                    task = asyncio.ensure_future(self._forward(worker, request))
-                    self._leaving.add(task)
-                    task.add_done_callback(self._leaving.discard)
+        """The client disconnected: take the breakpoints it set out of the live workers, which
+        run on; other sessions' breakpoints stay. (Paused workers keep theirs until their
+        lists next change: their next stop is theirs to debug.)"""
+        for worker in self._configured.values():
+            for command, path in worker.upstream.breakpoints.remove(self):
+                if not worker.live:
+                    continue
+                union = worker.upstream.breakpoints.union((command, path))
+                arguments: dict[str, Any] = {"breakpoints": [json.loads(s) for s in union]}
+                if path:
+                    arguments["source"] = {"path": path}
+                sent = asyncio.ensure_future(worker.upstream.request(command, arguments))
+                self._leaving.add(sent)
+                sent.add_done_callback(self._leaving.discard)
 
     def _on_join(self, worker: Worker) -> None:
         if self._closed or worker.key in self.workers:
@@ -196,16 +209,23 @@ class WorkerMux:
     async def _join(self, worker: Worker) -> None:
         """Give the worker this session's breakpoints, then show its stops.
 
-        The stops are replayed after the awaits and in the same step as subscribing, so a stop
-        that happens meanwhile is shown exactly once."""
+        The worker receives configuration from the moment its paths are known, so a
+        ``setBreakpoints`` sent while it joins reaches it too. The stops are replayed after
+        the awaits and in the same step as subscribing, so a stop that happens meanwhile is
+        shown exactly once."""
         await self._learn_paths(worker)
+        if self._closed:
+            return
+        self._configured[worker.key] = worker
         running_threads = await self._running_threads(worker)
         for request in list(self._configuration.values()):
             try:
                 await self._forward(worker, request)
             except (UpstreamError, RoutingError) as exc:
                 log.info("%s: could not apply %s: %s", worker.label, request.command, exc)
+        await asyncio.gather(*(self._give(worker, key) for key in self.book.lists()))
         if self._closed or worker.upstream.state.value == "closed":
+            self._configured.pop(worker.key, None)
             return
         self.workers[worker.key] = worker
         self._by_upstream[worker.upstream] = worker
@@ -220,6 +240,7 @@ class WorkerMux:
             if isinstance(thread_id, int):  # clients learn of threads without asking
                 started = {"reason": "started", "threadId": thread_id}
                 self._send(event("thread", self._to_client(worker, started)))
+        self._announce_breakpoints()
         for stop in stops:
             self.upstream_event(worker.upstream, stop)
 
@@ -267,6 +288,9 @@ class WorkerMux:
             self._variables.forget(worker.key)
         if name in ("process", "exited") and self.feed.follows:
             return
+        if name == "breakpoint":
+            self._worker_breakpoint(worker, body)
+            return
         if body is not None:
             # The upstream hands one event to every session: rewrite a copy of our own.
             body = self._to_client(worker, copy.deepcopy(body))
@@ -285,11 +309,19 @@ class WorkerMux:
         if worker is None:
             return
         del self.workers[worker.key]
+        self._configured.pop(worker.key, None)
         for thread_id in self._threads.ids_of(worker.key):
             self._send(event("thread", {"reason": "exited", "threadId": thread_id}))
-        for ids in (self._threads, self._frames, self._variables, self._breakpoints):
+        for ids in (self._threads, self._frames, self._variables, self._sources):
             ids.forget(worker.key)
+        for reference, (key, path) in list(self._unopenable.items()):
+            if key == worker.key:
+                del self._unopenable[reference]
+                del self._unopenable_refs[key, path]
+        self._book_keys = {k: v for k, v in self._book_keys.items() if k[0] != worker.key}
+        self.book.forget_worker(worker.key)
         self._say(f"{worker.label}: {reason}")
+        self._announce_breakpoints()
         if not self.feed.follows:
             self._send(event("terminated"))
 
@@ -303,6 +335,8 @@ class WorkerMux:
                 for key in self.workers:
                     self._audit("continue", key, {})
                 return response_to(request, {"continued": await self._continue_all()})
+            if command in BOOK_COMMANDS:
+                return await self._set_breakpoints(request)
             if command_info(command).route is Route.BROADCAST:
                 return await self._broadcast(request)
             if command == "threads":
@@ -351,23 +385,81 @@ class WorkerMux:
             response = response.model_copy(update={"body": body})
         return response
 
+    async def _set_breakpoints(self, request: Request) -> Response:
+        """The session's new list for one file (or its function breakpoints): given to every
+        worker, and to each that joins later; answered with the session's own ids."""
+        key = book_key(request.command, request.args)
+        self.book.set(key, requested(request.command, request.args))
+        self._book_arguments[key] = request.args
+        workers = list(self._configured.values())
+        for worker in workers:
+            self._audit(request.command, worker.key, request.args)
+        refusals = await asyncio.gather(*(self._give(worker, key) for worker in workers))
+        if workers and all(refusals):  # a request no worker can take, not a breakpoint
+            raise RoutingError(str(refusals[0]))
+        self._announce_breakpoints()  # what changed elsewhere meanwhile (a worker left)
+        return response_to(request, {"breakpoints": self.book.shown(key)})
+
+    async def _give(self, worker: Worker, key: BookKey) -> str | None:
+        """Send a worker the union of its sessions' breakpoints for ``key`` with this session's
+        share, and keep its answers. Never raises: returns why the worker refused, if it did."""
+        command, path = key
+        entries = self.book.entries(key)
+        specs = [entry.spec for entry in entries]
+        worker_key = (command, self._paths.to_worker(worker.key, path) if path else "")
+        union = worker.upstream.breakpoints.put(self, worker_key, specs)
+        arguments = {k: v for k, v in self._book_arguments[key].items() if k != "lines"}
+        arguments["breakpoints"] = [json.loads(spec) for spec in union]
+        if path:
+            arguments["source"] = {**arguments.get("source", {}), "path": worker_key[1]}
+        self._book_keys[worker.key, worker_key] = key
+        try:
+            response = await worker.upstream.request(command, arguments)
+        except UpstreamError as exc:
+            response = Response(request_seq=0, success=False, command=command, message=str(exc))
+        if response.success:
+            answers = (response.body or {}).get("breakpoints") or []
+            worker.upstream.breakpoints.answered(worker_key, union, answers)
+            shares = split(specs, union, answers)
+        else:
+            why = f"{worker.label}: {response.message or 'refused'}"
+            shares = [{"verified": False, "message": why} for _ in specs]
+        self.book.answered(worker.key, entries, shares)
+        return None if response.success else response.message or "refused"
+
+    def _worker_breakpoint(self, worker: Worker, body: dict[str, Any] | None) -> None:
+        """A worker's later word on a breakpoint (debugpy verifies some once a file loads)."""
+        changed = (body or {}).get("breakpoint")
+        if not isinstance(changed, dict) or (body or {}).get("reason") != "changed":
+            return
+        found = worker.upstream.breakpoints.spec_of_id(changed.get("id"))
+        ours = self._book_keys.get((worker.key, found[0])) if found else None
+        if found is None or ours is None:
+            return  # another session's breakpoint
+        self.book.answered_one(worker.key, ours, found[1], dict(changed))
+        self._announce_breakpoints()
+
+    def _announce_breakpoints(self) -> None:
+        for breakpoint in self.book.changes():
+            self._send(event("breakpoint", {"reason": "changed", "breakpoint": breakpoint}))
+
+    def _hit_ids(self, worker: Worker, hits: list[Any]) -> list[int]:
+        """The session's ids for the worker's breakpoint ids in a stop."""
+        ids: list[int] = []
+        for hit in hits:
+            found = worker.upstream.breakpoints.spec_of_id(hit)
+            ours = self._book_keys.get((worker.key, found[0])) if found else None
+            if found is not None and ours is not None:
+                ids.extend(self.book.ids_of(ours, found[1]))
+        return ids
+
     async def _broadcast(self, request: Request) -> Response:
         """Configuration reaches every worker now, and each one that joins later."""
         source = request.args.get("source") or {}
         self._configuration[(request.command, str(source.get("path", "")))] = request
-        workers = list(self.workers.values())
+        workers = list(self._configured.values())
         if not workers:
-            if request.command != "setBreakpoints":
-                return response_to(request)
-            pending = [
-                {
-                    "verified": False,
-                    "line": b.get("line"),
-                    "message": "no worker in this session yet",
-                }
-                for b in request.args.get("breakpoints") or []
-            ]
-            return response_to(request, {"breakpoints": pending})
+            return response_to(request)
         answers = await asyncio.gather(
             *(self._forward(w, request, for_client=True) for w in workers), return_exceptions=True
         )
@@ -471,20 +563,13 @@ class WorkerMux:
         if "threadId" in body and isinstance(body["threadId"], int):
             body["threadId"] = self._threads.to_client(key, body["threadId"])
         if isinstance(body.get("hitBreakpointIds"), list):
-            body["hitBreakpointIds"] = [
-                self._breakpoints.to_client(key, i) for i in body["hitBreakpointIds"]
-            ]
+            body["hitBreakpointIds"] = self._hit_ids(worker, body["hitBreakpointIds"])
         for frame in body.get("stackFrames") or []:
             frame["id"] = self._frames.to_client(key, frame["id"])
         for container in ("scopes", "variables"):
             for item in body.get(container) or []:
                 self._remap_variables(key, item)
         self._remap_variables(key, body)
-        for breakpoint in body.get("breakpoints") or []:
-            if "id" in breakpoint:
-                breakpoint["id"] = self._breakpoints.to_client(key, breakpoint["id"])
-        if isinstance(body.get("breakpoint"), dict) and "id" in body["breakpoint"]:
-            body["breakpoint"]["id"] = self._breakpoints.to_client(key, body["breakpoint"]["id"])
         rewrite_sources(body, lambda source: self._source_to_client(key, source))
         return body
 

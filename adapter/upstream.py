@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from raydap.adapter.breakpoints import WorkerBook
 from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
@@ -83,6 +84,8 @@ class Upstream:
         self.process_event: Event | None = None
         self.clients: set[Client] = set()
         self.cache = StopCache()
+        #: Every session's breakpoints in this worker (it is given their union).
+        self.breakpoints = WorkerBook()
         self.close_reason = ""
         self._on_change = on_change or (lambda upstream: None)
         self._observe = observe

@@ -21,6 +21,7 @@ from raydap.adapter import (
     bridge_capabilities,
     open_tcp_channel,
 )
+from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.server.dap_listener import DapListener
 from tests.conftest import Connect
 
@@ -94,5 +95,76 @@ async def test_a_breakpoint_reaches_a_running_worker_and_leaves_with_its_client(
     assert paused["reason"] == "pause"
     flag.touch()
     await second.request("continue", {"threadId": paused["threadId"]})
+    assert process.stdout is not None
+    assert await asyncio.to_thread(process.stdout.readline) == "result True\n"
+
+
+async def test_a_breakpoint_set_while_attaching_is_shown_verified_once_the_worker_has_it(
+    live: tuple[Upstream, int, Path, subprocess.Popen[str]], dap_connect: Connect
+) -> None:
+    """As VS Code attaches: breakpoints come before configurationDone, when the session has no
+    worker yet; the gutter must not stay hollow once the worker verified them."""
+    _, port, flag, _ = live
+    client = await dap_connect("127.0.0.1", port)
+    given: list[dict[str, object]] = []
+
+    async def configure() -> None:
+        answer = await client.request(
+            "setBreakpoints", {"source": {"path": str(SCRIPT)}, "breakpoints": [{"line": LOOP}]}
+        )
+        given.extend(answer.body["breakpoints"])
+
+    await client.attach(breakpoint="w1", configure=configure)
+    assert given[0]["verified"] is False and given[0]["message"] == "no worker in this session yet"
+    changed = (await client.wait_event("breakpoint", timeout=10)).body
+    assert changed["reason"] == "changed"
+    assert changed["breakpoint"]["id"] == given[0]["id"]
+    assert changed["breakpoint"]["verified"] is True and changed["breakpoint"]["line"] == LOOP
+    stop = (await client.wait_event("stopped", timeout=10)).body
+    assert stop["hitBreakpointIds"] == [given[0]["id"]]  # the id this session was given
+    flag.touch()
+    await client.request("setBreakpoints", {"source": {"path": str(SCRIPT)}, "breakpoints": []})
+    await client.request("continue", {"threadId": stop["threadId"]})
+
+
+async def test_sessions_share_a_file_and_one_leaving_takes_only_its_own(
+    live: tuple[Upstream, int, Path, subprocess.Popen[str]], dap_connect: Connect
+) -> None:
+    """debugpy keeps one list per file: two sessions' breakpoints in one file both stay in the
+    worker, and a session that disconnects takes back only the ones it set."""
+    upstream, port, flag, process = live
+    alice = await dap_connect("127.0.0.1", port)
+    bob = await dap_connect("127.0.0.1", port)
+    for client in (alice, bob):
+        await client.attach(breakpoint="w1")
+        await client.wait_event("thread", timeout=10)  # joined: the worker has its lists
+    source = {"path": str(SCRIPT)}
+    mine = await alice.request(
+        "setBreakpoints", {"source": source, "breakpoints": [{"line": LOOP}]}
+    )
+    theirs = await bob.request(
+        "setBreakpoints", {"source": source, "breakpoints": [{"line": LOOP + 1}]}
+    )
+
+    async def next_stop(client: DapClient) -> tuple[int, list[int]]:
+        stop = (await client.wait_event("stopped", timeout=10)).body
+        trace = await client.request("stackTrace", {"threadId": stop["threadId"]})
+        return trace.body["stackFrames"][0]["line"], stop["hitBreakpointIds"]
+
+    alice_id = mine.body["breakpoints"][0]["id"]
+    bob_id = theirs.body["breakpoints"][0]["id"]
+    assert await next_stop(alice) == (LOOP, [alice_id])
+    assert await next_stop(bob) == (LOOP, [])  # the same stop: not one of bob's breakpoints
+    thread_id = upstream.top_stop().body["threadId"]  # type: ignore[union-attr]
+    await alice.request("continue", {"threadId": thread_id})
+    assert await next_stop(alice) == (LOOP + 1, [])
+    assert await next_stop(bob) == (LOOP + 1, [bob_id])
+
+    await alice.close()  # alice's breakpoint leaves; bob's stays
+    await bob.request("continue", {"threadId": thread_id})
+    assert (await next_stop(bob))[0] == LOOP + 1
+    flag.touch()
+    await bob.request("setBreakpoints", {"source": source, "breakpoints": []})
+    await bob.request("continue", {"threadId": thread_id})
     assert process.stdout is not None
     assert await asyncio.to_thread(process.stdout.readline) == "result True\n"

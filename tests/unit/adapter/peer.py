@@ -1,8 +1,9 @@
 """A minimal DAP peer that stands in for debugpy where a test needs a message order, or an
 event, that real debugpy cannot be made to send on demand (two threads stopped and one of them
 exiting; a ``breakpoint`` event with a nested source while two sessions watch). It does the
-handshake as debugpy 1.8 does, reports one stop, answers every other request with an empty
-success, and sends whatever events the test pushes.
+handshake as debugpy 1.8 does, reports one stop, verifies every breakpoint it is given (with
+ids of its own, new ones on each request, as pydevd numbers them), answers every other request
+with an empty success, and sends whatever events the test pushes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ class ScriptedPeer:
     def __init__(self) -> None:
         self._writers: list[asyncio.StreamWriter] = []
         self._seq = 0
+        self._breakpoint_ids = 100
+        #: The breakpoint requests received, as sent by the bridge.
+        self.breakpoint_requests: list[dict[str, Any]] = []
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.append(writer)
@@ -38,11 +42,24 @@ class ScriptedPeer:
                     assert attach is not None
                     self.write(response_to(request), response_to(attach))
                     self.write(event("stopped", {"reason": "breakpoint", "threadId": 1}))
+                elif request.command == "setBreakpoints":
+                    self.breakpoint_requests.append(request.args)
+                    self.write(response_to(request, {"breakpoints": self._verify(request.args)}))
                 elif request.command == "stackTrace":
                     self.write(response_to(request, {"stackFrames": [FRAME], "totalFrames": 1}))
                 else:
                     self.write(response_to(request, {}))
             await writer.drain()
+
+    def _verify(self, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        verified = []
+        for breakpoint in arguments.get("breakpoints", []):
+            self._breakpoint_ids += 1
+            line, source = breakpoint["line"], arguments["source"]
+            verified.append(
+                {"id": self._breakpoint_ids, "verified": True, "line": line, "source": source}
+            )
+        return verified
 
     def write(self, *messages: Event | Response) -> None:
         """Send messages to the connected bridge, in one write."""

@@ -29,15 +29,28 @@ async def test_sessions_on_one_worker_each_get_their_own_ids_and_paths() -> None
             return dict(found[-1].body) if found else {}
 
         muxes[1]._threads.to_client("w0", 1)  # bob's session numbers its ids differently
-        muxes[1]._breakpoints.to_client("w0", 5)
         for mux in muxes:
             mux.start()
         await until(lambda: len(upstream.clients) == 2)
+        # Both set line 3 of their copy of train.py; bob also line 1, first.
+        given = []
+        for name, lines in (("alice", [3]), ("bob", [1, 3])):
+            arguments = {"source": {"path": f"/home/{name}/proj/train.py"},
+                         "breakpoints": [{"line": line} for line in lines]}  # fmt: skip
+            request = Request(seq=1, command="setBreakpoints", arguments=arguments)
+            given.append((await muxes[len(given)].handle(request)).body["breakpoints"])
+        assert [[b["id"] for b in answer] for answer in given] == [[1], [1, 2]]
+        # The worker has one list for the file: the union.
+        assert peer.breakpoint_requests[-1] == {
+            "source": {"path": f"{PKG}/train.py"}, "breakpoints": [{"line": 3}, {"line": 1}]
+        }  # fmt: skip
+        worker_id = 102  # the peer's id for line 3 in its last answer (101 was alice's alone)
         source = {"path": f"{PKG}/train.py"}
         changed: dict[str, Any] = {
             "reason": "changed",
-            "breakpoint": {"id": 5, "verified": True, "line": 3, "source": source},
-        }
+            "breakpoint": {"id": worker_id, "verified": False, "line": 3, "source": source,
+                           "message": "moved"},
+        }  # fmt: skip
         pristine = copy.deepcopy(changed)
         peer.write(event("breakpoint", changed), event("output", {"output": "x", "source": source}))
         await until(lambda: all(len(shown(name, "output")) for name in sent))
@@ -46,6 +59,7 @@ async def test_sessions_on_one_worker_each_get_their_own_ids_and_paths() -> None
             assert shown(name, "breakpoint")["breakpoint"]["source"]["path"] == (
                 f"/home/{name}/proj/train.py"
             )
+            assert shown(name, "breakpoint")["breakpoint"]["verified"] is False
             assert shown(name, "output")["source"]["path"] == f"/home/{name}/proj/train.py"
         assert shown("alice", "breakpoint")["breakpoint"]["id"] == 1
         assert shown("bob", "breakpoint")["breakpoint"]["id"] == 2

@@ -263,8 +263,10 @@ async function liveBreakpoints(page) {
   await job.getByRole('button', { name: 'Follow Job' }).click();
   await page.locator('.statusbar-item', { hasText: 'Ray: 2 paused' }).waitFor();
   await page.locator('.debug-call-stack .monaco-list-row', { hasText: 'spin' }).first().waitFor();
+  // Verified once the workers have it: a filled dot, not the hollow one of an unverified breakpoint.
+  await breakpoints.locator('.monaco-list-row', { hasText: 'loop.py' }).locator('.codicon-debug-breakpoint').waitFor();
   const answer = await evaluate(page, 'steps > 0', 'True');
-  say(`both ranks stopped at the editor's breakpoint; the debug console says steps > 0 is ${answer}`);
+  say(`both ranks stopped at the editor's breakpoint, shown verified; the debug console says steps > 0 is ${answer}`);
   await page.screenshot({ path: join(screenshots, 'vscode-live-breakpoint.png') });
 
   // 4. Without it, they run on; Pause on a running rank's row stops that one where it is.

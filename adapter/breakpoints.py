@@ -1,0 +1,221 @@
+"""Breakpoints: what each session set, what each worker was given, what each client is shown.
+
+Pure state, no I/O: the mux sends what these books return. Two halves, because two things
+share a worker and a worker shares nothing:
+
+- :class:`WorkerBook`, one per worker (its upstream holds it): every session's breakpoints per
+  file. debugpy keeps one list per file, so the worker is given the union, and its answers and
+  hits are split back to the sessions that asked.
+- :class:`SessionBook`, one per client session: its breakpoints under ids of its own, and the
+  answers of each of its workers. A breakpoint is shown verified once any worker verified it;
+  when that changes (a worker joins, verifies, leaves) the book says which ids to announce in
+  ``breakpoint`` events, but only ids the client was already given.
+
+A breakpoint's identity is its spec: the client's breakpoint object, frozen (line, condition,
+hitCondition, logMessage, or a function's name). Two sessions asking for the same spec share
+one breakpoint in the worker.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Which breakpoint list: ``(command, path)``; the path is "" for function breakpoints.
+BookKey = tuple[str, str]
+#: A breakpoint as the client asked for it, hashable (canonical JSON of its object).
+Spec = str
+#: A worker's answer for one breakpoint (a DAP ``Breakpoint`` object).
+Answer = dict[str, Any]
+
+#: The commands whose breakpoints the books keep; other configuration is passed on as is.
+BOOK_COMMANDS = frozenset({"setBreakpoints", "setFunctionBreakpoints"})
+NO_WORKER_YET = "no worker in this session yet"
+
+
+def spec_of(breakpoint: Any) -> Spec:
+    return json.dumps(breakpoint if isinstance(breakpoint, dict) else {}, sort_keys=True)
+
+
+def book_key(command: str, arguments: dict[str, Any]) -> BookKey:
+    source = arguments.get("source")
+    path = source.get("path") if isinstance(source, dict) else None
+    return command, path if isinstance(path, str) else ""
+
+
+def requested(command: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """The breakpoint objects of a set request (``lines``, the deprecated form, included)."""
+    found = arguments.get("breakpoints")
+    if isinstance(found, list):
+        return [b for b in found if isinstance(b, dict)]
+    lines = arguments.get("lines") if command == "setBreakpoints" else None
+    if isinstance(lines, list):
+        return [{"line": line} for line in lines if isinstance(line, int)]
+    return []
+
+
+def split(specs: Sequence[Spec], union: Sequence[Spec], answers: Sequence[Any]) -> list[Answer]:
+    """One session's share of a worker's answers to ``union``, in the session's order."""
+    position = {spec: i for i, spec in enumerate(union)}
+    shares: list[Answer] = []
+    for spec in specs:
+        i = position.get(spec)
+        answer = answers[i] if i is not None and i < len(answers) else None
+        shares.append(
+            dict(answer)
+            if isinstance(answer, dict)
+            else {"verified": False, "message": "the worker did not answer for it"}
+        )
+    return shares
+
+
+class WorkerBook:
+    """Every session's breakpoints in one worker, per file; the worker has their union."""
+
+    def __init__(self) -> None:
+        self._owned: dict[BookKey, dict[Hashable, tuple[Spec, ...]]] = {}
+        self._ids: dict[BookKey, dict[int, Spec]] = {}  # the worker's ids, from its answers
+
+    def put(self, owner: Hashable, key: BookKey, specs: Iterable[Spec]) -> tuple[Spec, ...]:
+        """``owner`` now wants exactly ``specs`` in this list; the union the worker gets."""
+        owners = self._owned.setdefault(key, {})
+        owners[owner] = tuple(dict.fromkeys(specs))
+        return self.union(key)
+
+    def union(self, key: BookKey) -> tuple[Spec, ...]:
+        every = (spec for specs in self._owned.get(key, {}).values() for spec in specs)
+        return tuple(dict.fromkeys(every))
+
+    def remove(self, owner: Hashable) -> list[BookKey]:
+        """Forget what ``owner`` set; the lists whose union shrank, to send again."""
+        changed = []
+        for key, owners in self._owned.items():
+            before = self.union(key)
+            if owners.pop(owner, None) is not None and self.union(key) != before:
+                changed.append(key)
+        return changed
+
+    def answered(self, key: BookKey, union: Sequence[Spec], answers: Sequence[Any]) -> None:
+        """Learn the worker's ids for the breakpoints of ``union`` from its answer."""
+        self._ids[key] = {
+            answer["id"]: spec
+            for spec, answer in zip(union, answers, strict=False)
+            if isinstance(answer, dict) and isinstance(answer.get("id"), int)
+        }
+
+    def spec_of_id(self, worker_id: object) -> tuple[BookKey, Spec] | None:
+        """Which breakpoint a worker id (in a hit or a ``breakpoint`` event) stands for."""
+        for key, ids in self._ids.items():
+            if isinstance(worker_id, int) and worker_id in ids:
+                return key, ids[worker_id]
+        return None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One breakpoint of a session: the id the client knows it by, and what was asked."""
+
+    id: int
+    spec: Spec
+    line: int | None
+
+
+class SessionBook:
+    """One session's breakpoints and what its workers answered for them."""
+
+    def __init__(self) -> None:
+        self._entries: dict[BookKey, tuple[Entry, ...]] = {}
+        self._answers: dict[str, dict[int, Answer]] = {}  # worker -> entry id -> its answer
+        self._told: dict[int, Answer] = {}  # what the client was last shown, by id
+        self._next_id = 1
+
+    def lists(self) -> list[BookKey]:
+        """The breakpoint lists this session set (one per file, and its function breakpoints)."""
+        return list(self._entries)
+
+    def entries(self, key: BookKey) -> tuple[Entry, ...]:
+        return self._entries.get(key, ())
+
+    def set(self, key: BookKey, breakpoints: Sequence[dict[str, Any]]) -> tuple[Entry, ...]:
+        """The client's new list for ``key``: a breakpoint it had keeps its id."""
+        had = {entry.spec: entry for entry in self._entries.get(key, ())}
+        entries = []
+        for breakpoint in breakpoints:
+            spec = spec_of(breakpoint)
+            entry = had.pop(spec, None)
+            if entry is None:
+                line = breakpoint.get("line")
+                entry = Entry(self._next_id, spec, line if isinstance(line, int) else None)
+                self._next_id += 1
+            entries.append(entry)
+        for gone in had.values():
+            self._told.pop(gone.id, None)
+            for answers in self._answers.values():
+                answers.pop(gone.id, None)
+        self._entries[key] = tuple(entries)
+        return self._entries[key]
+
+    def answered(self, worker: str, entries: Sequence[Entry], answers: Sequence[Answer]) -> None:
+        """A worker's answers for ``entries`` (as they were when sent)."""
+        current = {entry.id for key_entries in self._entries.values() for entry in key_entries}
+        mine = self._answers.setdefault(worker, {})
+        for entry, answer in zip(entries, answers, strict=True):
+            if entry.id in current:
+                mine[entry.id] = answer
+
+    def answered_one(self, worker: str, key: BookKey, spec: Spec, answer: Answer) -> None:
+        """A worker's later word on one breakpoint (a ``breakpoint`` event)."""
+        for entry in self._entries.get(key, ()):
+            if entry.spec == spec:
+                self._answers.setdefault(worker, {})[entry.id] = answer
+
+    def forget_worker(self, worker: str) -> None:
+        self._answers.pop(worker, None)
+
+    def ids_of(self, key: BookKey, spec: Spec) -> list[int]:
+        return [entry.id for entry in self._entries.get(key, ()) if entry.spec == spec]
+
+    def shown(self, key: BookKey) -> list[Answer]:
+        """The list to answer the client's set request with; the client now knows these ids."""
+        shown = [self._merged(key, entry) for entry in self._entries.get(key, ())]
+        for breakpoint in shown:
+            self._told[breakpoint["id"]] = breakpoint
+        return shown
+
+    def changes(self) -> list[Answer]:
+        """The breakpoints the client was given whose state changed since it was told: the
+        bodies of ``breakpoint`` events (reason ``changed``) to send now."""
+        changed = []
+        for key, entries in self._entries.items():
+            for entry in entries:
+                if entry.id not in self._told:
+                    continue  # not given to the client yet: its set request answers for it
+                merged = self._merged(key, entry)
+                if merged != self._told[entry.id]:
+                    self._told[entry.id] = merged
+                    changed.append(merged)
+        return changed
+
+    def _merged(self, key: BookKey, entry: Entry) -> Answer:
+        """Verified where any worker verified it; else why not, from a worker if one said."""
+        answers = [a[entry.id] for a in self._answers.values() if entry.id in a]
+        chosen = next((a for a in answers if a.get("verified")), answers[0] if answers else None)
+        shown: Answer = {"id": entry.id, "verified": bool(chosen and chosen.get("verified"))}
+        line = chosen.get("line") if chosen else None
+        if isinstance(line, int):
+            shown["line"] = line
+        elif entry.line is not None:
+            shown["line"] = entry.line
+        if not shown["verified"]:
+            message = chosen.get("message") if chosen else None
+            shown["message"] = (
+                message
+                if isinstance(message, str) and message
+                else (NO_WORKER_YET if not answers else "not verified by the workers")
+            )
+        command, path = key
+        if command == "setBreakpoints" and path:
+            shown["source"] = {"path": path}
+        return shown
