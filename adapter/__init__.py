@@ -3,7 +3,8 @@
 from raydap.adapter.capabilities import bridge_capabilities
 from raydap.adapter.channel import Channel, StreamChannel, open_tcp_channel
 from raydap.adapter.mux import SingleWorker, Worker, WorkerFeed, WorkerMux
-from raydap.adapter.session import AttachError, ClientSession, Phase
+from raydap.adapter.phases import Phase
+from raydap.adapter.session import AttachError, ClientSession
 from raydap.adapter.upstream import State, Upstream, UpstreamClosed, UpstreamError
 
 __all__ = [

@@ -35,7 +35,6 @@ from raydap.protocol import (
     Request,
     Response,
     Route,
-    error_response,
     event,
     response_to,
 )
@@ -328,26 +327,24 @@ class WorkerMux:
     # -- requests ---------------------------------------------------------------------------
 
     async def handle(self, request: Request) -> Response:
-        """Answer a client request by asking the worker(s) it concerns."""
+        """Answer a client request by asking the worker(s) it concerns; raises RoutingError
+        or UpstreamError with what to tell the client if it cannot."""
         command = request.command
-        try:
-            if command == CONTINUE_ALL:
-                for key in self.workers:
-                    self._audit("continue", key, {})
-                return response_to(request, {"continued": await self._continue_all()})
-            if command in BOOK_COMMANDS:
-                return await self._set_breakpoints(request)
-            if command_info(command).route is Route.BROADCAST:
-                return await self._broadcast(request)
-            if command == "threads":
-                return response_to(request, {"threads": await self._all_thread_list()})
-            reference = request.args.get("sourceReference")
-            if command == "source" and isinstance(reference, int) and reference in self._unopenable:
-                return await self._unopenable_source(request)
-            worker = self._route(request)
-            return await self._forward(worker, request, for_client=True)
-        except RoutingError as exc:
-            return error_response(request.seq, command, str(exc))
+        if command == CONTINUE_ALL:
+            for key in self.workers:
+                self._audit("continue", key, {})
+            return response_to(request, {"continued": await self._continue_all()})
+        if command in BOOK_COMMANDS:
+            return await self._set_breakpoints(request)
+        if command_info(command).route is Route.BROADCAST:
+            return await self._broadcast(request)
+        if command == "threads":
+            return response_to(request, {"threads": await self._all_thread_list()})
+        reference = request.args.get("sourceReference")
+        if command == "source" and isinstance(reference, int) and reference in self._unopenable:
+            return await self._unopenable_source(request)
+        worker = self._route(request)
+        return await self._forward(worker, request, for_client=True)
 
     def _route(self, request: Request) -> Worker:
         command = request.command

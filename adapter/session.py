@@ -2,10 +2,9 @@
 
 The editor believes it attached to a debugger; in fact the bridge already holds the workers,
 so the handshake is answered here and only the debugging itself is relayed (by a
-:class:`~adapter.mux.WorkerMux`). Phases are explicit:
-
-``NEW`` --initialize--> ``INITIALIZED`` --attach--> ``CONFIGURING`` --configurationDone-->
-``ATTACHED`` --disconnect / connection lost--> ``CLOSED``
+:class:`~adapter.mux.WorkerMux`). What each request may do in each phase is the table of
+:mod:`.phases`; this class carries it out. Every request is answered exactly once: an error it
+raises, expected or a bug, becomes the one error reply.
 
 At ``configurationDone`` the session starts receiving its workers and is replayed where each
 is stopped, so a client that attaches late sees exactly what the first one saw.
@@ -15,15 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from raydap.adapter.capabilities import bridge_capabilities
 from raydap.adapter.channel import Channel
-from raydap.adapter.mux import SingleWorker, WorkerFeed, WorkerMux
+from raydap.adapter.mux import RoutingError, SingleWorker, WorkerFeed, WorkerMux
 from raydap.adapter.paths import PathMapper
+from raydap.adapter.phases import Action, Phase, step
 from raydap.adapter.upstream import UpstreamError
 from raydap.protocol import (
     Event,
@@ -62,19 +61,17 @@ Authorize = Callable[[dict[str, Any]], Grant]
 Audit = Callable[..., None]
 
 
-class _Everyone:
-    name = "anonymous"
+class _Nobody:
+    """The grant before attach: nothing is allowed until credentials are checked."""
+
+    name = "not attached"
 
     def allows(self, command: str) -> bool:
-        return True
+        return False
 
 
-class Phase(enum.Enum):
-    NEW = "new"
-    INITIALIZED = "initialized"
-    CONFIGURING = "configuring"
-    ATTACHED = "attached"
-    CLOSED = "closed"
+#: Errors whose message is meant for the client as is.
+_TOLD = (AttachError, RoutingError, UpstreamError)
 
 
 class ClientSession:
@@ -86,7 +83,7 @@ class ClientSession:
         resolve: Resolver,
         *,
         capabilities: Callable[[], dict[str, Any]],
-        authorize: Authorize | None = None,
+        authorize: Authorize,
         audit: Audit | None = None,
         handshake_timeout: float = 10.0,
         max_queued: int = 10_000,
@@ -94,9 +91,9 @@ class ClientSession:
         self.channel = channel
         self.phase = Phase.NEW
         self.mux: WorkerMux | None = None
-        self.grant: Grant = _Everyone()
+        self.grant: Grant = _Nobody()
         self._resolve = resolve
-        self._authorize = authorize or (lambda arguments: _Everyone())
+        self._authorize = authorize
         self._audit_sink = audit
         self._handshake_timeout = handshake_timeout
         self._capabilities = capabilities
@@ -106,6 +103,7 @@ class ClientSession:
         self._max_queued = max_queued
         self._seq = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._unanswered: set[int] = set()  # requests received and not yet answered
 
     @property
     def peer(self) -> str:
@@ -135,7 +133,8 @@ class ClientSession:
                 if message is None:
                     break
                 if isinstance(message, Request):
-                    await self._on_request(message)
+                    self._unanswered.add(message.seq)
+                    await self._answering(message, self._on_request(message))
                 # Responses (to startDebugging) and events from a client need no action.
         except (ConnectionError, OSError) as exc:
             log.info("client %s lost: %s", self.peer, exc)
@@ -152,33 +151,27 @@ class ClientSession:
 
     async def _on_request(self, request: Request) -> None:
         command = request.command
-        if command == "initialize":
-            if self.phase is not Phase.NEW:
-                self._fail(request, "initialize was already sent")
-                return
-            self.phase = Phase.INITIALIZED
+        move = step(self.phase, command)
+        if move.action is Action.REFUSE:
+            self._fail(request, move.refusal)
+        elif move.action is Action.INITIALIZE:
             self._client_arguments = request.args
             self._announced = self._capabilities()
             self._send(response_to(request, self._announced))
-        elif self.phase is Phase.NEW:
-            self._fail(request, "send 'initialize' first")
-        elif command in ("attach", "launch"):
-            await self._on_attach(request)
-        elif command == "disconnect":
+        elif move.action is Action.ATTACH:
+            if not await self._on_attach(request):
+                return  # refused: still INITIALIZED
+        elif move.action is Action.DISCONNECT:
             self._send(response_to(request))
             if self.mux is not None:
                 self._audit("detach")
                 self.mux.take_back_breakpoints()
             self._leave()
-        elif self.mux is None:
-            self._fail(request, "send 'attach' first")
-        elif command == "configurationDone":
+        elif move.action is Action.CONFIGURED:
             self._send(response_to(request))
-            if self.phase is Phase.CONFIGURING:
-                self.phase = Phase.ATTACHED
+            assert self.mux is not None  # CONFIGURING comes only from an accepted attach
+            if move.to is Phase.ATTACHED:
                 self.mux.start()
-        elif command == "terminate":
-            self._fail(request, "raydap does not kill Ray workers; continue or disconnect instead")
         elif not self.grant.allows(command):
             self._fail(
                 request,
@@ -187,30 +180,31 @@ class ClientSession:
         elif (problem := argument_problem(command, request.arguments)) is not None:
             self._fail(request, problem)  # debugpy would drop the worker's connection
         else:
-            self._spawn(self._relay(self.mux, request))
+            assert self.mux is not None
+            self._spawn(self._answering(request, self._relay(self.mux, request)))
+        if move.to is not None and self.phase is not Phase.CLOSED:
+            self.phase = move.to
 
-    async def _on_attach(self, request: Request) -> None:
-        if request.command == "launch":
-            self._fail(request, 'raydap attaches to paused Ray workers: use "request": "attach"')
-            return
-        if self.phase is not Phase.INITIALIZED:
-            self._fail(request, "this session is already attached")
-            return
-        args = request.args
+    async def _answering(self, request: Request, handling: Awaitable[None]) -> None:
+        """Run a request's handler; whatever it raises, the request gets its one answer."""
         try:
-            self.grant = self._authorize(args)  # before anything can reach a worker
-        except AttachError as exc:
-            self._fail(request, str(exc))
-            return
+            await handling
+        except _TOLD as exc:
+            if request.seq in self._unanswered:
+                self._fail(request, str(exc))
+        except Exception:
+            log.exception("client %s: %r failed", self.peer, request.command)
+            if request.seq in self._unanswered:
+                self._fail(request, f"raydap failed on {request.command!r} (see the bridge log)")
+
+    async def _on_attach(self, request: Request) -> bool:
+        """Accept an attach (True) or refuse it (AttachError, answered by the caller)."""
+        args = request.args
+        self.grant = self._authorize(args)  # before anything can reach a worker
         child_sessions = bool(args.get("childSessions"))
         if child_sessions and not self._client_arguments.get("supportsStartDebuggingRequest"):
-            self._fail(request, "childSessions needs a client that supports startDebugging")
-            return
-        try:
-            feed = await self._resolve(args)
-        except AttachError as exc:
-            self._fail(request, str(exc))
-            return
+            raise AttachError("childSessions needs a client that supports startDebugging")
+        feed = await self._resolve(args)
         passed_on = ("type", "localRoot", "pathMappings", "token", "allThreads")
         self.mux = WorkerMux(
             feed,
@@ -221,7 +215,6 @@ class ClientSession:
             child_sessions=child_sessions,
             child_configuration={k: args[k] for k in passed_on if k in args},
         )
-        self.phase = Phase.CONFIGURING
         self._audit(
             "attach",
             worker=feed.worker.key if isinstance(feed, SingleWorker) else None,
@@ -233,13 +226,10 @@ class ClientSession:
             if actual != self._announced:
                 self._send(event("capabilities", {"capabilities": actual}))
         self._send(event("initialized"))
+        return True
 
     async def _relay(self, mux: WorkerMux, request: Request) -> None:
-        try:
-            response = await mux.handle(request)
-        except UpstreamError as exc:
-            self._fail(request, str(exc))
-            return
+        response = await mux.handle(request)
         self._send(response.model_copy(update={"request_seq": request.seq}))
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -285,6 +275,8 @@ class ClientSession:
         self._send(error_response(request.seq, request.command, text))
 
     def _send(self, message: Request | Response | Event) -> None:
+        if isinstance(message, Response):
+            self._unanswered.discard(message.request_seq)
         if self.phase is Phase.CLOSED and not isinstance(message, Response):
             return
         if self._outbox.qsize() >= self._max_queued:

@@ -46,6 +46,9 @@ class UpstreamClosed(UpstreamError):
 
 
 class State(enum.Enum):
+    """Where a worker's debugpy stands; derived from :attr:`Upstream.stops`, never kept
+    beside it."""
+
     CONNECTING = "connecting"
     STOPPED = "stopped"
     RUNNING = "running"
@@ -78,7 +81,8 @@ class Upstream:
         self.name = name
         self.request_timeout = request_timeout
         self.capabilities: dict[str, Any] = {}
-        self.state = State.CONNECTING
+        self._attached = False  # the handshake is done, or the worker has shown a stop
+        self._is_closed = False
         #: The ``stopped`` event in force for each stopped thread, in the order they stopped.
         self.stops: dict[int, Event] = {}
         self.process_event: Event | None = None
@@ -104,6 +108,14 @@ class Upstream:
         #: Stops being moved out of Ray's hook, by thread: the event to show once it is done
         #: (None: show the next stop as it comes) and how many steps it took so far.
         self._settling: dict[int, tuple[Event | None, int]] = {}
+
+    @property
+    def state(self) -> State:
+        if self._is_closed:
+            return State.CLOSED
+        if self.stops:
+            return State.STOPPED
+        return State.RUNNING if self._attached else State.CONNECTING
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -150,8 +162,7 @@ class Upstream:
             await attach
             if expect_stop:
                 await asyncio.wait_for(self._first_stop.wait(), timeout)
-            elif self.state is State.CONNECTING:
-                self.state = State.RUNNING
+            self._attached = True
         except BaseException:
             attach.cancel()
             raise
@@ -287,8 +298,6 @@ class Upstream:
             self.cache.clear()
             exited = body.get("threadId") if body.get("reason") == "exited" else None
             if self.stops.pop(exited, None) is not None:  # type: ignore[arg-type]
-                if not self.stops and self.state is State.STOPPED:
-                    self.state = State.RUNNING
                 self._on_change(self)
         elif name == "continued":
             self._resumed(body.get("threadId"), body)
@@ -318,7 +327,7 @@ class Upstream:
         if isinstance(thread_id, int):
             self.stops.pop(thread_id, None)
             self.stops[thread_id] = message
-        self.state = State.STOPPED
+        self._attached = True
         self._first_stop.set()
         if isinstance(thread_id, int):
             self._spawn(self._prefetch(thread_id))
@@ -392,8 +401,6 @@ class Upstream:
         if not ended:
             return
         self.cache.clear()
-        if not self.stops and self.state is State.STOPPED:
-            self.state = State.RUNNING
         continued: dict[str, Any] = {"allThreadsContinued": all_threads}
         continued["threadId"] = thread_id if isinstance(thread_id, int) else 0
         self._broadcast(event("continued", continued))
@@ -442,9 +449,9 @@ class Upstream:
             client.upstream_event(self, message)
 
     def _closed(self, reason: str) -> None:
-        if self.state is State.CLOSED:
+        if self._is_closed:
             return
-        self.state = State.CLOSED
+        self._is_closed = True
         self.close_reason = reason
         self.stops.clear()
         self._requests.fail_pending(UpstreamClosed(f"worker {self.name} is gone ({reason})"))

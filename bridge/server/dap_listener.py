@@ -21,7 +21,7 @@ class DapListener:
         resolve: Resolver,
         capabilities: Callable[[], dict[str, Any]],
         *,
-        authorize: Authorize | None = None,
+        authorize: Authorize,
         audit: Audit | None = None,
         limiter: ConnectionLimiter | None = None,
         handshake_timeout: float = 10.0,

@@ -24,6 +24,7 @@ from raydap.adapter import (
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.server.dap_listener import DapListener
 from tests.conftest import Connect
+from tests.integration.adapter.conftest import any_attach
 
 SCRIPT = Path(__file__).parent / "live_debuggee.py"
 LOOP = next(i for i, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "# LOOP" in line)
@@ -46,7 +47,9 @@ async def live(tmp_path: Path) -> AsyncIterator[tuple[Upstream, int, Path, subpr
     async def resolve(arguments: dict[str, object]) -> WorkerFeed:
         return SingleWorker(Worker("w1", upstream, live=True))
 
-    listener = DapListener(resolve, lambda: bridge_capabilities(upstream.capabilities))
+    listener = DapListener(
+        resolve, lambda: bridge_capabilities(upstream.capabilities), authorize=any_attach
+    )
     _, dap_port = await listener.start("127.0.0.1", 0)
     yield upstream, dap_port, flag, process
     await listener.close()

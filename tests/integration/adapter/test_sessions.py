@@ -14,7 +14,7 @@ from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.server.dap_listener import DapListener
 from raydap.protocol import Decoder
 from tests.conftest import Connect
-from tests.integration.adapter.conftest import Debuggee, Relay, relay_resolver
+from tests.integration.adapter.conftest import Debuggee, Relay, any_attach, relay_resolver
 
 
 async def top_frame(client: DapClient, thread_id: int) -> dict:  # type: ignore[type-arg]
@@ -137,7 +137,10 @@ async def test_a_first_request_numbered_0_is_answered_as_debugpy_does(relay: Rel
 
 async def test_a_client_that_never_attaches_is_told_why_it_is_closed(relay: Relay) -> None:
     listener = DapListener(
-        relay_resolver(relay), lambda: bridge_capabilities(None), handshake_timeout=0.5
+        relay_resolver(relay),
+        lambda: bridge_capabilities(None),
+        authorize=any_attach,
+        handshake_timeout=0.5,
     )
     host, port = await listener.start("127.0.0.1", 0)
     try:
