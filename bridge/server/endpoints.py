@@ -7,13 +7,16 @@ import contextlib
 import json
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 
 from raydap.adapter import ClientSession
 from raydap.adapter.session import Resolver
 from raydap.adapter.websocket import WebSocketChannel
-from raydap.bridge.workers.registry import Registry
+from raydap.bridge.workers.registry import Registry, Resync
 from raydap.protocol import DEFAULT_LIMITS
+
+#: The events socket's close code for a client that fell behind (1013, "try again later").
+FELL_BEHIND = WSCloseCode.TRY_AGAIN_LATER
 
 
 def preselected(resolve: Resolver, query: dict[str, str]) -> Resolver:
@@ -58,7 +61,10 @@ async def serve_dap(
 
 
 async def serve_events(request: web.Request, registry: Registry) -> web.StreamResponse:
-    """Every record now (``snapshot``), then each change (``added``/``updated``/``removed``)."""
+    """Every record now (``snapshot``), then each change (``added``/``updated``/``removed``).
+
+    A client that reads too slowly to keep up is closed with :data:`FELL_BEHIND` and a reason;
+    clients then reconnect and start again from a snapshot."""
     socket = web.WebSocketResponse(heartbeat=30)
     await socket.prepare(request)
     changes = registry.subscribe()
@@ -68,6 +74,10 @@ async def serve_events(request: web.Request, registry: Registry) -> web.StreamRe
         await socket.send_json({"kind": "snapshot", "records": records})
         while True:
             change = await changes.get()
+            if isinstance(change, Resync):
+                why = f"fell behind ({change.why}); reconnect for a fresh snapshot"
+                await socket.close(code=FELL_BEHIND, message=why.encode()[:123])
+                return
             await socket.send_json(
                 {"kind": change.kind, "record": change.record.model_dump(mode="json")}
             )

@@ -13,7 +13,7 @@ from raydap.bridge.cluster.dashboard import DashboardError
 from raydap.bridge.workers.filters import BadFilter, WorkerFilter, parse_filter
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord
-from raydap.bridge.workers.registry import Change
+from raydap.bridge.workers.registry import Resync, Subscription
 
 #: A job's status as the dashboard reports it (``RUNNING``, ``SUCCEEDED`` ...), or None.
 JobStatus = Callable[[str], Awaitable[str | None]]
@@ -44,7 +44,7 @@ class FollowFeed:
         self._every = every
         self._joined: set[str] = set()
         self._join: Callable[[Worker], None] = lambda worker: None
-        self._changes: asyncio.Queue[Change] | None = None
+        self._changes: Subscription | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self, join: Callable[[Worker], None], end: Callable[[str], None]) -> None:
@@ -76,10 +76,15 @@ class FollowFeed:
                 end(f"job {job} has ended ({status.lower()}); nothing more stops in it")
                 return
 
-    async def _watch(self, changes: asyncio.Queue[Change]) -> None:
+    async def _watch(self, changes: Subscription) -> None:
         while True:
             change = await changes.get()
-            if change.kind == "removed":
+            if isinstance(change, Resync):  # changes were lost: what is there now counts
+                records = self.holder.registry.records()
+                self._joined &= {record.id for record in records}
+                for record in records:
+                    self._offer(record)
+            elif change.kind == "removed":
                 self._joined.discard(change.record.id)
             else:
                 self._offer(change.record)

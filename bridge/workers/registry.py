@@ -1,7 +1,8 @@
 """The paused workers the bridge knows of, with a feed of every change.
 
 Interfaces read the registry; discovery and the holder write it. Every change is published to
-subscribers (the events WebSocket, ``raydap list --watch``) so nobody has to poll.
+subscribers (the events WebSocket, follow sessions) so nobody has to poll. A subscriber that
+falls behind is never dropped silently: it gets a :class:`Resync` and reloads the records.
 """
 
 from __future__ import annotations
@@ -21,6 +22,48 @@ class Change:
     record: BreakpointRecord
 
 
+@dataclass(frozen=True)
+class Resync:
+    """Changes were lost because the subscriber fell behind: read :meth:`Registry.records`
+    again, then go on with the changes that follow."""
+
+    why: str
+
+
+class Subscription:
+    """One subscriber's changes, in order, up to a limit; past it, one :class:`Resync`."""
+
+    def __init__(self, limit: int) -> None:
+        self._queue: asyncio.Queue[Change | Resync] = asyncio.Queue()
+        self._limit = limit
+        self._behind = False
+
+    def qsize(self) -> int:
+        return self._queue.qsize()
+
+    async def get(self) -> Change | Resync:
+        return self._taken(await self._queue.get())
+
+    def get_nowait(self) -> Change | Resync:
+        return self._taken(self._queue.get_nowait())
+
+    def offer(self, change: Change) -> None:
+        if self._behind:
+            return  # the records it reloads will have it
+        if self._queue.qsize() < self._limit:
+            self._queue.put_nowait(change)
+            return
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        self._behind = True
+        self._queue.put_nowait(Resync(f"more than {self._limit} changes were waiting to be read"))
+
+    def _taken(self, item: Change | Resync) -> Change | Resync:
+        if isinstance(item, Resync):
+            self._behind = False  # it reloads now: changes from here on are news again
+        return item
+
+
 class LookupFailed(LookupError):
     """An id that names no worker, or more than one."""
 
@@ -28,7 +71,7 @@ class LookupFailed(LookupError):
 class Registry:
     def __init__(self, max_queued_changes: int = 10_000) -> None:
         self._records: dict[str, BreakpointRecord] = {}
-        self._subscribers: set[asyncio.Queue[Change]] = set()
+        self._subscribers: set[Subscription] = set()
         self._max_queued = max_queued_changes
 
     def __len__(self) -> int:
@@ -74,17 +117,14 @@ class Registry:
         if record is not None:
             self._publish(Change("removed", record))
 
-    def subscribe(self) -> asyncio.Queue[Change]:
-        queue: asyncio.Queue[Change] = asyncio.Queue()
-        self._subscribers.add(queue)
-        return queue
+    def subscribe(self) -> Subscription:
+        subscription = Subscription(self._max_queued)
+        self._subscribers.add(subscription)
+        return subscription
 
-    def unsubscribe(self, queue: asyncio.Queue[Change]) -> None:
-        self._subscribers.discard(queue)
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self._subscribers.discard(subscription)
 
     def _publish(self, change: Change) -> None:
-        for queue in list(self._subscribers):
-            if queue.qsize() >= self._max_queued:
-                self._subscribers.discard(queue)  # a subscriber that stopped reading
-            else:
-                queue.put_nowait(change)
+        for subscription in list(self._subscribers):
+            subscription.offer(change)

@@ -48,3 +48,22 @@ def test_follow_takes_a_filter_as_text_for_editors_whose_configurations_hold_str
     assert follow_filter({"follow": ""}) == WorkerFilter()
     with pytest.raises(AttachError, match="is not a filter: use job=ID"):
         follow_filter({"follow": "rank=1"})
+
+
+async def test_a_follow_session_that_fell_behind_still_joins_a_stopped_worker() -> None:
+    """Changes lost while the session lagged are made up from the records, not skipped."""
+    registry = Registry(max_queued_changes=2)
+    holder = Holder(registry)
+    async with held_peer() as (_, upstream):
+        joined: list[Worker] = []
+        feed = FollowFeed(holder, WorkerFilter())
+        feed.start(joined.append, lambda why: None)
+        now = time.time()
+        for i in range(5):  # a burst the session has no chance to read
+            registry.put(BreakpointRecord(id=f"x{i}", node_ip="127.0.0.1", paused_since=now))
+        holder.upstreams["w1"] = upstream
+        registry.put(BreakpointRecord(id="w1", node_ip="127.0.0.1", paused_since=now))
+        await until(lambda: bool(joined))
+        assert [w.key for w in joined] == ["w1"]
+        feed.stop()
+    await holder.close()

@@ -4,7 +4,7 @@ import pytest
 
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.records import BreakpointRecord
-from raydap.bridge.workers.registry import LookupFailed, Registry
+from raydap.bridge.workers.registry import Change, LookupFailed, Registry, Resync
 
 
 def record(rid: str, **fields: object) -> BreakpointRecord:
@@ -50,15 +50,19 @@ async def test_subscribers_see_each_real_change_once() -> None:
     ]
 
 
-async def test_a_subscriber_that_stops_reading_is_dropped_not_buffered_forever() -> None:
+async def test_a_subscriber_that_falls_behind_is_told_to_reload_not_dropped() -> None:
     registry = Registry(max_queued_changes=3)
-    stuck = registry.subscribe()
+    slow = registry.subscribe()
     for i in range(10):
         registry.put(record(f"r{i}"))
-    assert stuck.qsize() == 3
     live = registry.subscribe()
     registry.remove("r0")
-    assert live.qsize() == 1 and stuck.qsize() == 3
+    assert live.qsize() == 1
+    assert slow.qsize() == 1  # not ten changes buffered: one resync
+    assert isinstance(slow.get_nowait(), Resync)
+    registry.remove("r1")  # after reloading, changes are news again
+    change = slow.get_nowait()
+    assert isinstance(change, Change) and (change.kind, change.record.id) == ("removed", "r1")
 
 
 def test_records_are_listed_longest_paused_first() -> None:
