@@ -57,10 +57,21 @@ class Worker:
     live: bool = False
     #: Its working directory if known before it stops (its Ray package, for path mapping).
     working_dir: str | None = None
+    #: What it runs and where, as far as the bridge knows.
+    task: str | None = None
+    pid: int | None = None
+    node: str | None = None
 
     @property
     def label(self) -> str:
         return self.upstream.name
+
+    def facts(self) -> dict[str, Any]:
+        """The worker as fields, for clients that act on them (a thread's ``worker``) rather
+        than parse display names."""
+        facts = {"key": self.key, "label": self.label, "task": self.task, "pid": self.pid,
+                 "node": self.node}  # fmt: skip
+        return {name: value for name, value in facts.items() if value is not None}
 
 
 class WorkerFeed(Protocol):
@@ -299,7 +310,7 @@ class WorkerMux:
             elif name == "continued":
                 body["allThreadsContinued"] = False
             elif name == "process":  # debugpy names Ray's default_worker.py, as if local
-                body.update(name=worker.label, isLocalProcess=False)
+                body.update(name=worker.label, isLocalProcess=False, worker=worker.facts())
         forwarded = event(name, body)
         self._send(forwarded)
 
@@ -486,6 +497,7 @@ class WorkerMux:
                         {
                             "id": self._threads.to_client(worker.key, thread["id"]),
                             "name": f"{worker.label}: {thread.get('name', '')}",
+                            "worker": worker.facts(),
                         }
                     )
         return threads

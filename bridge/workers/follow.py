@@ -103,7 +103,15 @@ class FollowFeed:
 
 
 def worker_of(record: BreakpointRecord, upstream: Upstream) -> Worker:
-    return Worker(record.id, upstream, live=record.live, working_dir=record.working_dir)
+    return Worker(
+        record.id,
+        upstream,
+        live=record.live,
+        working_dir=record.working_dir,
+        task=record.task_name,
+        pid=record.pid,
+        node=record.node_ip,
+    )
 
 
 def follow_filter(arguments: dict[str, Any]) -> WorkerFilter:

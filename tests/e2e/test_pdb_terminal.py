@@ -99,7 +99,9 @@ def test_following_a_job_moves_from_rank_to_rank(
     bridge.wait_records(job.job_id, count=2)
     term = terminal("--follow", f"job={job.job_id}")
 
-    term.wait_for(_prompted)
+    # Both ranks followed before typing, as a person waits for both (a join announced after
+    # the prompt would print among the command's own lines).
+    term.wait_for(lambda text: text.count("raydap: following") == 2 and _prompted(text))
     workers = term.command("workers").splitlines()
     assert len(workers) == 2 and all("rank (pid" in line for line in workers)
     assert sum(line.startswith("*") for line in workers) == 1

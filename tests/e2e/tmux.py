@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 
 #: ``raydap attach``'s prompt, which names the worker.
-PROMPT = r"\(raydap [^()]*\)"
+PROMPT = r"\(raydap [\w.]+ pid \d+\)"  # task and pid, from the fields the bridge gives
 
 
 class Terminal:

@@ -8,7 +8,6 @@ in from the main thread. The commands themselves are in ``handlers``.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,6 @@ from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.pdb import evaluation, source
 from raydap.bridge.client.pdb.breakpoints import BreakpointTable
 
-_LABEL = re.compile(r"^(?P<task>.*) \(pid (?P<pid>\d+)(?: on [^)]*)?\)$")
 _SHOWN_OUTPUT = {"stdout", "stderr", "console", "important"}
 
 
@@ -54,7 +52,9 @@ class Debugger:
     #: A follow session: several workers, and ``c`` moves on to the next paused one.
     follow: bool = False
     paused: dict[int, Paused] = field(default_factory=dict)
-    thread_names: dict[int, str] = field(default_factory=dict)
+    #: The worker each thread is in, as the bridge gives it (``key``, ``label``, ``task``,
+    #: ``pid``, ``node``).
+    thread_workers: dict[int, dict[str, Any]] = field(default_factory=dict)
     current: int | None = None
     frames: list[dict[str, Any]] = field(default_factory=list)
     index: int = 0
@@ -62,7 +62,8 @@ class Debugger:
     #: ``display`` expressions with their last values, per function (``(path, name)``), as
     #: pdb keeps them per frame.
     all_displays: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
-    process_name: str = ""
+    #: The worker of a single-worker session, from its ``process`` event.
+    process_worker: dict[str, Any] = field(default_factory=dict)
     ended: str | None = None
     #: Where a repeated ``list`` goes on from.
     list_next: int | None = None
@@ -95,7 +96,8 @@ class Debugger:
                 self.paused.pop(body.get("threadId", -1), None)
                 self.exited.add(body.get("threadId", -1))
             elif name == "process":
-                self.process_name = str(body.get("name", ""))
+                worker = body.get("worker")
+                self.process_worker = worker if isinstance(worker, dict) else {}
             elif name == "output" and body.get("category", "console") in _SHOWN_OUTPUT:
                 text = str(body.get("output", ""))
                 if text.strip():
@@ -129,7 +131,8 @@ class Debugger:
         response = await self.client.request("threads", check=False)
         threads = (response.body or {}).get("threads", []) if response.success else []
         for entry in threads:
-            self.thread_names[entry["id"]] = str(entry.get("name", ""))
+            worker = entry.get("worker")
+            self.thread_workers[entry["id"]] = worker if isinstance(worker, dict) else {}
         return [entry["id"] for entry in threads]
 
     async def select(self, thread: int, *, show: bool = True) -> None:
@@ -139,7 +142,7 @@ class Debugger:
         self.frames = list((response.body or {}).get("stackFrames", []))
         self.index = 0
         self.list_next = None
-        if thread not in self.thread_names:
+        if thread not in self.thread_workers:
             await self.live_threads()
         if show:
             await self.show_stop()
@@ -301,17 +304,19 @@ class Debugger:
 
     # -- workers ------------------------------------------------------------------------------
 
+    def worker(self, thread: int | None = None) -> dict[str, Any]:
+        """The facts of the worker a thread is in (the current one's by default)."""
+        found = self.thread_workers.get(thread if thread is not None else self.current or -1)
+        return found or self.process_worker
+
     def worker_label(self, thread: int | None = None) -> str:
         """The worker a thread is in: ``square (pid 12 on 10.0.0.3)``."""
-        name = self.thread_names.get(thread if thread is not None else self.current or -1, "")
-        if self.follow and ": " in name:
-            return name.rsplit(": ", 1)[0]
-        return self.process_name or name or "worker"
+        return str(self.worker(thread).get("label") or "worker")
 
     def prompt(self) -> str:
-        label = self.worker_label()
-        found = _LABEL.match(label)
-        short = f"{found['task']} pid {found['pid']}" if found else label
+        worker = self.worker()
+        task, pid = worker.get("task"), worker.get("pid")
+        short = f"{task} pid {pid}" if task and pid else self.worker_label()
         return f"(raydap {short}) "
 
     async def complete(self, text: str) -> list[str]:
