@@ -10,19 +10,33 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import Any
 
 from raydap.bridge.client.cli import serve_until_stopped
-from raydap.bridge.cluster.live_marks import LiveMark, MemoryMarks
+from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.cluster.locate import Cluster
 from raydap.bridge.server.bridge import Bridge
 from raydap.bridge.server.settings import Settings
 
 
-class EveryWorkerMarked(MemoryMarks):
-    """Every simulated worker with an open port is a ``raydap.live`` one."""
+class EveryWorkerMarked:
+    """Every simulated worker with an open port is a ``raydap.live`` one; breakpoints are
+    kept in memory (the :class:`~raydap.bridge.cluster.live_marks.Marks` a bridge uses)."""
+
+    def __init__(self) -> None:
+        self.breakpoints: list[dict[str, Any]] = []
 
     async def read(self, worker_ids: list[str]) -> dict[str, LiveMark]:
         return {w: LiveMark(cwd="/fake") for w in worker_ids}
+
+    async def forget(self, worker_id: str) -> None:
+        pass
+
+    async def load_breakpoints(self) -> list[dict[str, Any]]:
+        return list(self.breakpoints)
+
+    async def save_breakpoints(self, requests: list[dict[str, Any]]) -> None:
+        self.breakpoints = list(requests)
 
 
 def main() -> int:

@@ -113,23 +113,3 @@ def _parse(value: bytes | None, worker_id: str) -> LiveMark | None:
     except (ValueError, ValidationError) as exc:
         log.info("ignoring a malformed live mark of %s: %s", worker_id[:12], exc)
         return None
-
-
-class MemoryMarks:
-    """Marks held in memory: for a simulated cluster, which has no GCS."""
-
-    def __init__(self, marks: dict[str, LiveMark] | None = None) -> None:
-        self.marks = dict(marks or {})
-        self.breakpoints: list[dict[str, Any]] = []
-
-    async def read(self, worker_ids: list[str]) -> dict[str, LiveMark]:
-        return {w: self.marks[w] for w in worker_ids if w in self.marks}
-
-    async def forget(self, worker_id: str) -> None:
-        self.marks.pop(worker_id, None)
-
-    async def load_breakpoints(self) -> list[dict[str, Any]]:
-        return list(self.breakpoints)
-
-    async def save_breakpoints(self, requests: list[dict[str, Any]]) -> None:
-        self.breakpoints = list(requests)

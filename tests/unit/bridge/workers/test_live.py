@@ -7,10 +7,11 @@ from typing import Any
 
 from raydap.bridge.cluster.dashboard import WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
-from raydap.bridge.cluster.live_marks import LiveMark, MemoryMarks
+from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
 from raydap.bridge.workers.registry import Registry
+from tests.unit.bridge.workers.marks import MemoryMarks
 
 
 class CountingMarks(MemoryMarks):
