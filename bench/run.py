@@ -205,7 +205,7 @@ async def p1_discovery(ray: str, pauses: int, gap: float) -> dict[str, Any]:
                 def paused() -> Any:
                     records = http(url + "/api/v1/breakpoints")["breakpoints"]
                     fresh = [r for r in records if r["state"] == "failed" or (
-                             r["state"] == "held" and r["location"]
+                             r["state"] == "paused" and r["location"]
                              and r["paused_since"] not in seen)]  # fmt: skip
                     return fresh[0] if fresh else None
 
@@ -328,7 +328,7 @@ async def p4_scale(workers: int) -> dict[str, Any]:
     with fake_cluster(workers) as url, serve("--dashboard-url", url) as (bridge, http_url, dap):
         start = time.perf_counter()
         await until(lambda: sum(1 for r in http(http_url + "/api/v1/breakpoints")["breakpoints"]
-                                if r["state"] == "held" and r["location"]) >= workers,
+                                if r["state"] == "paused" and r["location"]) >= workers,
                     120, every=0.05)  # fmt: skip
         hold = time.perf_counter() - start
         client = await DapClient.connect("127.0.0.1", dap)
@@ -527,7 +527,7 @@ async def _listed_latencies(url: str, rid: str, count: int) -> list[float]:
 
         def paused() -> Any:
             record = http(url + f"/api/v1/breakpoints/{rid}")
-            held = record["state"] == "held" and record["paused_since"] not in seen
+            held = record["state"] == "paused" and record["paused_since"] not in seen
             return record if held else None
 
         record = await until(paused, 60)

@@ -99,7 +99,7 @@ async def _wait_for_pauses(bridge: Bridge, job: asyncio.subprocess.Process, time
     named_by: float | None = None
     while time.monotonic() < deadline and job.returncode is None:
         records = bridge.registry.records()
-        located = [r for r in records if r.state == "held" and r.location is not None]
+        located = [r for r in records if r.state == "paused" and r.location is not None]
         if len(located) >= EXPECTED_PAUSES:
             named_by = named_by or time.monotonic() + 5
             if all(r.task_name for r in located) or time.monotonic() > named_by:

@@ -151,9 +151,7 @@ async def list_workers(request: web.Request) -> web.Response:
     """Every held worker, running or paused, by the same ids as ``/api/v1/breakpoints``."""
     holder = request.app[SERVICES].holder
     workers = [
-        {**r.model_dump(mode="json"), "state": r.shown_state}
-        for r in holder.registry.records()
-        if r.id in holder.upstreams
+        r.model_dump(mode="json") for r in holder.registry.records() if r.id in holder.upstreams
     ]
     return web.json_response({"workers": workers})
 

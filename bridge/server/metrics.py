@@ -30,14 +30,14 @@ class _HeldWorkers(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         records = self._registry.records()
-        states = Counter("paused" if r.state == "held" else r.state for r in records)
+        states = Counter(r.state for r in records)
         by_state = GaugeMetricFamily(
             "raydap_workers", "Workers the bridge lists, by state", labels=["state"]
         )
-        for state in ("paused", "running", "discovered", "failed"):
+        for state in ("paused", "running", "connecting", "failed"):
             by_state.add_metric([state], states.get(state, 0))
         yield by_state
-        kinds = Counter(r.kind for r in records if r.state == "held" or r.kind == "legacy-pdb")
+        kinds = Counter(r.kind for r in records if r.state == "paused" or r.kind == "legacy-pdb")
         paused = GaugeMetricFamily(
             "raydap_paused_workers", "Paused workers, by kind of pause", labels=["kind"]
         )

@@ -90,10 +90,10 @@ function workerRow(record) {
   const where = record.location;
   const runningLive = record.live && record.state === 'running';
   const file = where ? `${where.path.split('/').pop()}:${where.line}` : runningLive ? '' : '…';
-  const state = record.state === 'held' ? 'paused' : runningLive ? 'running (live)' : record.state;
+  const state = runningLive ? 'running (live)' : record.state;
   const what = record.exception ? `${record.exception.type}: ${record.exception.message}` : '';
   const actions = el('td');
-  if (record.state === 'held') {
+  if (record.state === 'paused') {
     actions.append(el('button', { type: 'button', text: 'Continue', 'aria-label': `Continue ${taskName(record)} ${record.id}`,
       onclick: (e) => act(e.target, 'POST', `/api/v1/breakpoints/${encodeURIComponent(record.id)}/continue`, {}) }));
   } else if (runningLive) {
@@ -125,7 +125,7 @@ function renderWorkers() {
   jobs.replaceChildren();
   for (const [job, members] of [...byJob.entries()].sort()) {
     members.sort((a, b) => a.paused_since - b.paused_since || a.id.localeCompare(b.id));
-    const paused = members.filter((r) => r.state === 'held').length;
+    const paused = members.filter((r) => r.state === 'paused').length;
     const heading = el('h2', {}, el('span', { text: job ? `Job ${job}` : 'Job not known yet' }),
       el('span', { class: 'count', text: `${members.length} worker${members.length === 1 ? '' : 's'}, ${paused} paused` }));
     if (job && paused) {
@@ -143,7 +143,7 @@ function renderWorkers() {
   select.replaceChildren(el('option', { value: '', text: 'All jobs' }),
     ...[...byJob.keys()].filter(Boolean).sort().map((job) => el('option', { value: job, text: job })));
   select.value = byJob.has(chosen) ? chosen : '';
-  const held = [...records.values()].filter((r) => r.state === 'held').length;
+  const held = [...records.values()].filter((r) => r.state === 'paused').length;
   setStatus(`${held} paused worker${held === 1 ? '' : 's'}`);
 }
 

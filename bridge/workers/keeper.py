@@ -36,12 +36,12 @@ class RecordKeeper:
         record = self.registry.get(rid)
         if record is None:
             return
-        state = "held" if upstream.state is State.STOPPED else "running"
+        state = "paused" if upstream.state is State.STOPPED else "running"
         update: dict[str, Any] = {"state": state, "clients": len(upstream.clients)}
         if state == "running" and record.live:
             update["location"] = None  # it runs on: where it was is no longer where it is
         stop = upstream.top_stop()
-        if state == "held" and record.state != "held" and stop is not None:
+        if state == "paused" and record.state != "paused" and stop is not None:
             if record.state == "running":  # a later stop; the first keeps its discovery time
                 update["paused_since"] = time.time()
                 update["task_id"] = None  # it may be another task now: named again below

@@ -67,7 +67,7 @@ class OutsidePause:
         if not wanted or len(wanted) > 64:
             raise LookupError("give a worker id (or its first characters)")
         held = [r for r in self.holder.registry.records() if r.id.startswith(wanted)]
-        if any(r.state == "held" for r in held):
+        if any(r.state == "paused" for r in held):
             raise AlreadyPaused(f"{held[0].id} is already paused: attach to it")
         started = time.monotonic()
         upstream = self.holder.upstreams.get(held[0].id) if len(held) == 1 else None
@@ -94,7 +94,7 @@ class OutsidePause:
         """The record once it is listed as paused, with where (or PauseFailed saying why)."""
         while time.monotonic() - started < self.wait:
             record = self.holder.registry.get(rid)
-            if record is not None and record.state == "held" and record.location is not None:
+            if record is not None and record.state == "paused" and record.location is not None:
                 return record
             if (
                 injection

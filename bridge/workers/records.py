@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 Kind = Literal["breakpoint", "exception", "legacy-pdb"]
-RecordState = Literal["discovered", "held", "running", "failed"]
+RecordState = Literal["connecting", "paused", "running", "failed"]
 
 
 class Location(BaseModel):
@@ -27,7 +27,7 @@ class BreakpointRecord(BaseModel):
 
     id: str
     kind: Kind = "breakpoint"
-    state: RecordState = "discovered"
+    state: RecordState = "connecting"
     job_id: str | None = None
     task_name: str | None = None
     #: The task it is paused in (None until the dashboard lists it).
@@ -50,11 +50,6 @@ class BreakpointRecord(BaseModel):
     live: bool = False
     #: Its working directory, as a live worker reports it (maps editor paths before a stop).
     working_dir: str | None = None
-
-    @property
-    def shown_state(self) -> str:
-        """``paused`` or ``running`` for a held worker (``connecting``, ``failed`` else)."""
-        return {"held": "paused", "discovered": "connecting"}.get(self.state, self.state)
 
     @property
     def label(self) -> str:

@@ -102,7 +102,7 @@ class BridgeProcess:
         count: int = 1,
         timeout: float = 60,
         where: Callable[[dict[str, Any]], bool] = lambda r: (
-            r["state"] == "held" and r["location"] is not None
+            r["state"] == "paused" and r["location"] is not None
         ),
     ) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout

@@ -166,7 +166,7 @@ async def test_clients_share_a_worker_and_a_late_one_sees_the_same_stop(
     await terminal.close()
     await asyncio.sleep(0.3)
     [still] = bridge.records(job.job_id)
-    assert (still["state"], still["clients"]) == ("held", 0)
+    assert (still["state"], still["clients"]) == ("paused", 0)
     assert job.process.poll() is None
 
     late = await dap_connect(bridge.dap_host, bridge.dap_port)
@@ -307,7 +307,7 @@ async def test_the_terminal_debugger_reads_commands_from_a_pipe_and_q_leaves_the
     assert "(7, 49)" in answers and "14" in answers  # p, and an expression echoed
     assert "*** NameError: name 'undefined_name' is not defined" in answers
     await asyncio.sleep(0.3)
-    assert bridge.records(job.job_id)[0]["state"] == "held"  # q leaves it paused
+    assert bridge.records(job.job_id)[0]["state"] == "paused"  # q leaves it paused
     bridge.post(f"/api/v1/breakpoints/{record['id']}/continue")
     assert job.result() == "49"
 

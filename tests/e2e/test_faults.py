@@ -56,7 +56,7 @@ async def test_a_client_killed_mid_request_leaves_its_worker_held(
     doomed.wait()
     await asyncio.sleep(0.5)
     [still] = bridge.records(job.job_id)
-    assert still["state"] == "held" and still["clients"] == 0
+    assert still["state"] == "paused" and still["clients"] == 0
 
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.attach(breakpoint=record["id"])

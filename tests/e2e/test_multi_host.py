@@ -124,7 +124,7 @@ for _ in range(240):  # until the bridge is up and holds the far task
         records = json.loads(urllib.request.urlopen(request, timeout=5).read())["breakpoints"]
     except OSError:
         records = []
-    held = [r for r in records if r["state"] == "held" and r["task_name"] == "far"]
+    held = [r for r in records if r["state"] == "paused" and r["task_name"] == "far"]
     if held:
         break
     time.sleep(0.25)

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.e2e
 
 
 def named(record: dict[str, object]) -> bool:
-    return record["state"] == "held" and record["task_name"] is not None
+    return record["state"] == "paused" and record["task_name"] is not None
 
 
 def test_ray_train_ranks_are_named_by_function_and_rank(

@@ -70,7 +70,7 @@ async def test_every_ranks_stack_merged_then_a_waiting_rank_paused_from_outside(
     # Pause one waiting rank from outside, then look at its waiting frame.
     rank_id = waiting["workers"][0]
     paused = bridge.post(f"/api/v1/workers/{rank_id}/pause")["paused"]
-    assert paused["id"] == rank_id and paused["state"] == "held"
+    assert paused["id"] == rank_id and paused["state"] == "paused"
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.attach(breakpoint=rank_id, token=bridge.token)
     stopped = await client.wait_event("stopped", timeout=30)

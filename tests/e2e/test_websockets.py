@@ -46,11 +46,11 @@ async def test_follow_over_websocket_and_the_events_feed(
         assert snapshot["kind"] == "snapshot" and isinstance(snapshot["records"], list)
         job = run_job("task_breakpoint.py")
         seen: list[tuple[str, str]] = []
-        while ("updated", "held") not in seen:
+        while ("updated", "paused") not in seen:
             change = await feed.receive_json(timeout=60)
             if change["record"]["job_id"] in (None, job.job_id):
                 seen.append((change["kind"], change["record"]["state"]))
-        assert seen[0] == ("added", "discovered")
+        assert seen[0] == ("added", "connecting")
 
         follow = quote(json.dumps({"job": job.job_id}))
         client = await dap_connect(ws(bridge, f"/dap?follow={follow}"))

@@ -5,7 +5,7 @@
  */
 
 export type Kind = 'breakpoint' | 'exception' | 'legacy-pdb';
-export type RecordState = 'discovered' | 'held' | 'running' | 'failed';
+export type RecordState = 'connecting' | 'paused' | 'running' | 'failed';
 
 export interface Location {
   path: string;
@@ -41,7 +41,7 @@ export type BridgeEvent =
 export class InvalidRecord extends Error {}
 
 const KINDS: readonly string[] = ['breakpoint', 'exception', 'legacy-pdb'];
-const STATES: readonly string[] = ['discovered', 'held', 'running', 'failed'];
+const STATES: readonly string[] = ['connecting', 'paused', 'running', 'failed'];
 const MAX_TEXT = 4096;
 
 function object(value: unknown, what: string): Record<string, unknown> {

@@ -71,7 +71,7 @@ export function runningLive(record: WorkerRecord): boolean {
  * except live ones, which a session attaches to while they run (then Pause or a breakpoint). */
 export function attachable(record: WorkerRecord): boolean {
   if (record.kind === 'legacy-pdb') return false;
-  return record.state === 'held' || record.state === 'discovered' || runningLive(record);
+  return record.state === 'paused' || record.state === 'connecting' || runningLive(record);
 }
 
 export function workerNode(record: WorkerRecord, nowSeconds: number): WorkerNode {

@@ -15,7 +15,7 @@ export function record(fields: Partial<WorkerRecord> = {}): WorkerRecord {
   return {
     id: 'a1b2c3d4e5f6',
     kind: 'breakpoint',
-    state: 'held',
+    state: 'paused',
     job_id: '02000000',
     task_name: 'train_step',
     actor_id: null,

@@ -35,7 +35,7 @@ test('a worker shows task, file:line, node, pid, paused time and attached client
   assert.match(node.tooltip, /\/home\/me\/job\/train.py:12 in train_step\(\)/);
   assert.match(node.tooltip, /job 02000000/);
   assert.equal(node.icon, 'debug-breakpoint');
-  assert.equal(node.contextValue, 'worker breakpoint held attachable');
+  assert.equal(node.contextValue, 'worker breakpoint paused attachable');
 });
 
 test('actor methods, exceptions and legacy pdb stops are told apart', () => {
@@ -51,14 +51,14 @@ test('actor methods, exceptions and legacy pdb stops are told apart', () => {
   assert.match(failed.tooltip, /ValueError: bad shape \(3, 4\)/);
   assert.equal(failed.icon, 'error');
 
-  const legacy = workerNode(record({ kind: 'legacy-pdb', state: 'discovered' }), 1_000);
+  const legacy = workerNode(record({ kind: 'legacy-pdb', state: 'connecting' }), 1_000);
   assert.equal(legacy.icon, 'terminal');
   assert.equal(attachable(legacy.record), false, 'legacy pdb speaks no DAP');
   assert.doesNotMatch(legacy.contextValue, /attachable/);
 });
 
 test('a worker whose location is not known yet, or that the bridge could not hold, says so', () => {
-  const locating = workerNode(record({ location: null, state: 'discovered', task_name: null, pid: null }), 1_000);
+  const locating = workerNode(record({ location: null, state: 'connecting', task_name: null, pid: null }), 1_000);
   assert.equal(locating.label, 'worker a1b2c3d4');
   assert.equal(locating.description, 'locating… · 10.0.0.7 · 0 s');
   const failed = workerNode(record({ state: 'failed', error: 'connection refused' }), 1_000);
@@ -75,7 +75,7 @@ test('paused durations read naturally', () => {
 });
 
 test('the status bar counts workers that wait, not ones already running', () => {
-  assert.equal(pausedCount([record({ id: 'a' }), record({ id: 'b', state: 'running' }), record({ id: 'c', state: 'discovered' })]), 2);
+  assert.equal(pausedCount([record({ id: 'a' }), record({ id: 'b', state: 'running' }), record({ id: 'c', state: 'connecting' })]), 2);
 });
 
 test("working_dir packages map to the workspace folder; other paths stay", () => {
@@ -98,8 +98,8 @@ test('a live worker that runs is shown running, can be attached to and paused, n
   const pausable = /^worker \S+ running live/;
   const continuable = /^worker (?!\S+ running live)/;
   assert.ok(pausable.test(node.contextValue) && !continuable.test(node.contextValue));
-  const held = workerNode(record({ live: true }), 500).contextValue;
-  assert.ok(continuable.test(held) && !pausable.test(held));
+  const paused = workerNode(record({ live: true }), 500).contextValue;
+  assert.ok(continuable.test(paused) && !pausable.test(paused));
 
   const [job] = buildTree([running, record({ id: 'p' })], 500);
   assert.equal(job?.description, '1 paused · 1 running');

@@ -62,7 +62,7 @@ def record_id(bridge: BridgeProcess) -> str:
     for _ in range(100):
         with urllib.request.urlopen(request, timeout=10) as answer:
             records = json.loads(answer.read())["breakpoints"]
-        if records and records[0]["state"] == "held":
+        if records and records[0]["state"] == "paused":
             return str(records[0]["id"])
         import time
 

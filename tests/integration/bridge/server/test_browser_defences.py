@@ -36,7 +36,7 @@ def bridge(dashboard: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAYDAP_TOKEN")}
     running = start_bridge(["--dashboard-url", dashboard], home / "bridge.log", env)
     deadline = time.monotonic() + 30
-    while not [r for r in running.records() if r["state"] == "held"]:
+    while not [r for r in running.records() if r["state"] == "paused"]:
         assert time.monotonic() < deadline, running.log.read_text()
         time.sleep(0.1)
     yield running
@@ -138,7 +138,7 @@ def test_the_cli_finds_the_bridge_and_its_token_in_the_connection_file(
 
     listed = raydap("list", "--json")
     assert listed.returncode == 0, listed.stderr
-    assert [r["state"] for r in json.loads(listed.stdout)] == ["held"]
+    assert [r["state"] for r in json.loads(listed.stdout)] == ["paused"]
     # A stale file of a bridge that is gone is ignored; so is one for another URL.
     stale = connection_file.Connection(url="http://127.0.0.1:1", dap_port=2, token="x", pid=2**22)
     written = connection_file.write(runtime_dir(), stale)

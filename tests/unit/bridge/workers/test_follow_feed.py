@@ -34,7 +34,7 @@ async def test_a_worker_continued_a_moment_ago_joins_only_at_its_next_stop() -> 
 
         peer.write(event("stopped", {"reason": "breakpoint", "threadId": 1}))
         await until(lambda: upstream.state is State.STOPPED)
-        registry.put(record.model_copy(update={"state": "held"}))
+        registry.put(record.model_copy(update={"state": "paused"}))
         await until(lambda: bool(joined))
         assert [w.key for w in joined] == ["w1"]
         feed.stop()

@@ -35,9 +35,9 @@ def test_no_workers_no_branches() -> None:
 def test_debugpy_and_py_spy_frames_of_one_line_merge_under_the_fuller_name() -> None:
     held = [Frame(function="main_loop", path="/ray/worker.py", line=1069)]
     running = [Frame(function="Worker.main_loop", path="/ray/worker.py", line=1069)]
-    tree = merge({"held": held, "running": running})
+    tree = merge({"paused": held, "running": running})
     [only] = tree.children
-    assert only.function == "Worker.main_loop" and only.workers == ["held", "running"]
+    assert only.function == "Worker.main_loop" and only.workers == ["paused", "running"]
 
 
 def test_a_post_mortem_stack_is_turned_innermost_first() -> None:
