@@ -26,8 +26,8 @@ from raydap.adapter.breakpoints import (
     requested,
     split,
 )
-from raydap.adapter.ids import IdMap
-from raydap.adapter.paths import PathMapper, rewrite_sources
+from raydap.adapter.paths import PathMapper
+from raydap.adapter.translate import Translation
 from raydap.adapter.upstream import Upstream, UpstreamError
 from raydap.protocol import (
     CONTINUE_ALL,
@@ -129,27 +129,15 @@ class WorkerMux:
         self.workers: dict[str, Worker] = {}
         self._by_upstream: dict[Upstream, Worker] = {}  # every event finds its worker in O(1)
         self._send = send
-        self._paths = paths
+        self._ids = Translation(paths)
         self._all_threads = all_threads
         self._child_sessions = child_sessions
         self._child_configuration = child_configuration or {}
         self._audit = audit or (lambda command, worker, arguments: None)
-        self._threads: IdMap[str] = IdMap()
-        self._frames: IdMap[str] = IdMap()
-        self._variables: IdMap[str] = IdMap()
-        self._sources: IdMap[str] = IdMap()
         #: This session's breakpoints under its own ids (the workers' books hold the unions).
         self.book = SessionBook()
         self._book_arguments: dict[BookKey, dict[str, Any]] = {}  # the last set request's
         self._book_keys: dict[tuple[str, BookKey], BookKey] = {}  # (worker, its key) -> ours
-        self._ids_by_route = {
-            Route.THREAD: self._threads,
-            Route.FRAME: self._frames,
-            Route.VARIABLES: self._variables,
-            Route.SOURCE: self._sources,
-        }
-        self._unopenable: dict[int, tuple[str, str]] = {}  # sourceReference -> worker, path
-        self._unopenable_refs: dict[tuple[str, str], int] = {}
         #: Other configuration (exception filters...), replayed to each worker that joins.
         self._configuration: dict[tuple[str, str], Request] = {}
         #: The workers configuration reaches: those shown, and those joining (from the moment
@@ -272,10 +260,10 @@ class WorkerMux:
     async def _learn_paths(self, worker: Worker) -> None:
         """Learn the worker's package directory (from the directory a live worker reports,
         or by reading the stack once) before breakpoints are mapped to it."""
-        if not self._paths.active:
+        if not self._ids.paths.active:
             return
         if worker.working_dir:
-            self._paths.to_client(worker.key, worker.working_dir)
+            self._ids.paths.to_client(worker.key, worker.working_dir)
         if not worker.upstream.stops:
             return
         try:
@@ -285,7 +273,7 @@ class WorkerMux:
         for frame in frames:
             path = (frame.get("source") or {}).get("path")
             if isinstance(path, str):
-                self._paths.to_client(worker.key, path)
+                self._ids.paths.to_client(worker.key, path)
 
     def upstream_event(self, upstream: Upstream, message: Event) -> None:
         worker = self._by_upstream.get(upstream)
@@ -294,8 +282,7 @@ class WorkerMux:
         body = message.body if isinstance(message.body, dict) else None
         name = message.event
         if name == "continued":
-            self._frames.forget(worker.key)
-            self._variables.forget(worker.key)
+            self._ids.resumed(worker.key)
         if name in ("process", "exited") and self.feed.follows:
             return
         if name == "breakpoint":
@@ -320,14 +307,8 @@ class WorkerMux:
             return
         del self.workers[worker.key]
         self._configured.pop(worker.key, None)
-        for thread_id in self._threads.ids_of(worker.key):
+        for thread_id in self._ids.forget(worker.key):
             self._send(event("thread", {"reason": "exited", "threadId": thread_id}))
-        for ids in (self._threads, self._frames, self._variables, self._sources):
-            ids.forget(worker.key)
-        for reference, (key, path) in list(self._unopenable.items()):
-            if key == worker.key:
-                del self._unopenable[reference]
-                del self._unopenable_refs[key, path]
         self._book_keys = {k: v for k, v in self._book_keys.items() if k[0] != worker.key}
         self.book.forget_worker(worker.key)
         self._say(f"{worker.label}: {reason}")
@@ -352,7 +333,7 @@ class WorkerMux:
         if command == "threads":
             return response_to(request, {"threads": await self._all_thread_list()})
         reference = request.args.get("sourceReference")
-        if command == "source" and isinstance(reference, int) and reference in self._unopenable:
+        if command == "source" and self._ids.unopenable(reference) is not None:
             return await self._unopenable_source(request)
         worker = self._route(request)
         return await self._forward(worker, request, for_client=True)
@@ -360,7 +341,7 @@ class WorkerMux:
     def _route(self, request: Request) -> Worker:
         command = request.command
         route = command_info(command).route
-        ids = self._ids_by_route.get(route)
+        ids = self._ids.ids_for(route)
         mapped: tuple[str, int] | None = None
         if ids is not None and request.args.get(route.value) not in (None, 0):
             mapped = ids.to_worker(_client_id(request.args, route.value))
@@ -414,7 +395,7 @@ class WorkerMux:
         command, path = key
         entries = self.book.entries(key)
         specs = [entry.spec for entry in entries]
-        worker_key = (command, self._paths.to_worker(worker.key, path) if path else "")
+        worker_key = (command, self._ids.paths.to_worker(worker.key, path) if path else "")
         union = worker.upstream.breakpoints.put(self, worker_key, specs)
         arguments = {k: v for k, v in self._book_arguments[key].items() if k != "lines"}
         arguments["breakpoints"] = [json.loads(spec) for spec in union]
@@ -495,7 +476,7 @@ class WorkerMux:
                 if self._all_threads or wanted:
                     threads.append(
                         {
-                            "id": self._threads.to_client(worker.key, thread["id"]),
+                            "id": self._ids.threads.to_client(worker.key, thread["id"]),
                             "name": f"{worker.label}: {thread.get('name', '')}",
                             "worker": worker.facts(),
                         }
@@ -517,11 +498,13 @@ class WorkerMux:
     async def _unopenable_source(self, request: Request) -> Response:
         """The text of a worker file the client cannot open, read through the worker itself
         (debugpy serves no file by path, and the worker may be on another node)."""
-        key, path = self._unopenable[int(request.args["sourceReference"])]
+        found = self._ids.unopenable(request.args["sourceReference"])
+        assert found is not None  # routed here because it is one
+        key, path = found
         # Read-only (a view token may), but it runs bridge-written code in the worker: audited.
         self._audit("source", key, {"path": path})
         worker = self.workers.get(key)
-        frame = next((c for c in self._frames.ids_of(key)), None) if worker else None
+        frame = next((c for c in self._ids.frames.ids_of(key)), None) if worker else None
         if worker is None or frame is None:
             raise RoutingError(f"{path} can be read only while its worker is paused")
         reader = (
@@ -530,7 +513,7 @@ class WorkerMux:
         )
         answer = await worker.upstream.request(
             "evaluate",
-            {"expression": reader, "frameId": self._frames.to_worker(frame)[1],  # type: ignore[index]
+            {"expression": reader, "frameId": self._ids.frames.to_worker(frame)[1],  # type: ignore[index]
              "context": "clipboard"},
         )  # fmt: skip
         if not answer.success:
@@ -544,64 +527,12 @@ class WorkerMux:
     # -- id and path translation ------------------------------------------------------------
 
     def _to_worker(self, worker: Worker, arguments: Any) -> Any:
-        if not isinstance(arguments, dict):
-            return arguments
-        args = dict(arguments)
-        for name, ids in (("threadId", self._threads), ("frameId", self._frames),
-                          ("variablesReference", self._variables)):  # fmt: skip
-            if isinstance(args.get(name), int) and args[name]:
-                mapped = ids.to_worker(args[name])
-                if mapped is not None:
-                    args[name] = mapped[1]
-        if isinstance(args.get("source"), dict):
-            source = dict(args["source"])
-            if isinstance(source.get("path"), str):
-                source["path"] = self._paths.to_worker(worker.key, source["path"])
-            reference = source.get("sourceReference")
-            if isinstance(reference, int) and reference:
-                mapped = self._sources.to_worker(reference)
-                source["sourceReference"] = mapped[1] if mapped else 0
-            args["source"] = source
-        if isinstance(args.get("sourceReference"), int) and args["sourceReference"]:
-            mapped = self._sources.to_worker(args["sourceReference"])
-            args["sourceReference"] = mapped[1] if mapped else 0
-        return args
+        return self._ids.to_worker(worker.key, arguments)
 
     def _to_client(self, worker: Worker, body: dict[str, Any]) -> dict[str, Any]:
-        key = worker.key
-        if "threadId" in body and isinstance(body["threadId"], int):
-            body["threadId"] = self._threads.to_client(key, body["threadId"])
         if isinstance(body.get("hitBreakpointIds"), list):
             body["hitBreakpointIds"] = self._hit_ids(worker, body["hitBreakpointIds"])
-        for frame in body.get("stackFrames") or []:
-            frame["id"] = self._frames.to_client(key, frame["id"])
-        for container in ("scopes", "variables"):
-            for item in body.get(container) or []:
-                self._remap_variables(key, item)
-        self._remap_variables(key, body)
-        rewrite_sources(body, lambda source: self._source_to_client(key, source))
-        return body
-
-    def _remap_variables(self, key: str, item: dict[str, Any]) -> None:
-        if isinstance(item.get("variablesReference"), int) and item["variablesReference"]:
-            item["variablesReference"] = self._variables.to_client(key, item["variablesReference"])
-
-    def _source_to_client(self, key: str, source: dict[str, Any]) -> None:
-        reference = source.get("sourceReference")
-        if isinstance(reference, int) and reference:
-            source["sourceReference"] = self._sources.to_client(key, reference)
-        path = source.get("path")
-        if not isinstance(path, str):
-            return
-        if self._paths.is_unmapped_package_path(path) and not reference:
-            minted = self._unopenable_refs.get((key, path))
-            if minted is None:
-                minted = self._sources.to_client(key, -len(self._unopenable) - 1)
-                self._unopenable[minted] = (key, path)
-                self._unopenable_refs[key, path] = minted
-            source["sourceReference"] = minted
-            source.setdefault("origin", "Ray worker (file not on this machine)")
-        source["path"] = self._paths.to_client(key, path)
+        return self._ids.to_client(worker.key, body)
 
     def _say(self, text: str) -> None:
         self._send(event("output", {"category": "console", "output": text + "\n"}))

@@ -28,7 +28,7 @@ async def test_sessions_on_one_worker_each_get_their_own_ids_and_paths() -> None
             found = [m for m in sent[name] if isinstance(m, Event) and m.event == kind]
             return dict(found[-1].body) if found else {}
 
-        muxes[1]._threads.to_client("w0", 1)  # bob's session numbers its ids differently
+        muxes[1]._ids.threads.to_client("w0", 1)  # bob's session numbers its ids differently
         for mux in muxes:
             mux.start()
         await until(lambda: len(upstream.clients) == 2)

@@ -1,0 +1,43 @@
+"""A session's translation of ids and paths, with plain values: no worker, no socket."""
+
+from __future__ import annotations
+
+from raydap.adapter.paths import PathMapper
+from raydap.adapter.translate import Translation
+from raydap.protocol import Route
+
+PKG = "/tmp/ray/session_1/runtime_resources/working_dir_files/_ray_pkg_0a1b2c"
+
+
+def test_two_workers_ids_never_meet_and_a_worker_leaving_takes_all_of_its_own() -> None:
+    ids = Translation(PathMapper.from_attach({}))
+    for key in ("w1", "w2"):  # both number their thread, frame and variables 1
+        body = {"threadId": 1, "stackFrames": [{"id": 1, "source": {"sourceReference": 1}}],
+                "variables": [{"variablesReference": 1}]}  # fmt: skip
+        ids.to_client(key, body)
+    assert ids.to_worker("w2", {"threadId": 2, "frameId": 2, "variablesReference": 2}) == {
+        "threadId": 1, "frameId": 1, "variablesReference": 1
+    }  # fmt: skip
+    assert ids.forget("w1") == [1]  # the client's id of its thread, which exited
+    frames = ids.ids_for(Route.FRAME)
+    assert frames is not None and frames.to_worker(1) is None and frames.to_worker(2) == ("w2", 1)
+    assert len(ids.sources) == 1  # w1's source went with it
+
+
+def test_files_the_client_cannot_open_get_one_reference_each() -> None:
+    """With no localRoot, a file of a Ray package is on the worker's node only."""
+    ids = Translation(PathMapper.from_attach({}))
+    path = f"{PKG}/train.py"
+    first = ids.to_client("w1", {"source": {"path": path}})["source"]["sourceReference"]
+    again = ids.to_client("w1", {"source": {"path": path}})["source"]["sourceReference"]
+    other = ids.to_client("w2", {"source": {"path": path}})["source"]["sourceReference"]
+    assert first == again != other
+    assert ids.unopenable(first) == ("w1", path) and ids.unopenable(other) == ("w2", path)
+    ids.forget("w1")
+    assert ids.unopenable(first) is None
+    model = f"{PKG}/model.py"  # w2's second file, after w1 left: a reference of its own
+    newer = ids.to_client("w2", {"source": {"path": model}})["source"]["sourceReference"]
+    assert ids.unopenable(newer) == ("w2", model) and ids.unopenable(other) == ("w2", path)
+    assert ids.to_client("w1", {"source": {"path": "/home/me/x.py"}}) == {
+        "source": {"path": "/home/me/x.py"}
+    }  # a file outside any package stays as it is
