@@ -30,6 +30,7 @@ from raydap.adapter.ray_hook import (
     settle_action,
 )
 from raydap.adapter.requests import RequestEngine
+from raydap.adapter.stops import Stops
 from raydap.protocol import Event, ProtocolError, Request, Response, Route, event
 from raydap.protocol import command as command_info
 
@@ -84,7 +85,7 @@ class Upstream:
         self._attached = False  # the handshake is done, or the worker has shown a stop
         self._is_closed = False
         #: The ``stopped`` event in force for each stopped thread, in the order they stopped.
-        self.stops: dict[int, Event] = {}
+        self.stops = Stops()
         self.process_event: Event | None = None
         self.clients: set[Client] = set()
         self.cache = StopCache()
@@ -297,7 +298,7 @@ class Upstream:
         elif name == "thread":
             self.cache.clear()
             exited = body.get("threadId") if body.get("reason") == "exited" else None
-            if self.stops.pop(exited, None) is not None:  # type: ignore[arg-type]
+            if self.stops.exited(exited):
                 self._on_change(self)
         elif name == "continued":
             self._resumed(body.get("threadId"), body)
@@ -324,9 +325,7 @@ class Upstream:
                 "disconnect, so this breakpoint() is skipped",
                 self.name,
             )
-        if isinstance(thread_id, int):
-            self.stops.pop(thread_id, None)
-            self.stops[thread_id] = message
+        self.stops.stopped(message)
         self._attached = True
         self._first_stop.set()
         if isinstance(thread_id, int):
@@ -390,20 +389,11 @@ class Upstream:
         """Forget the stops that ended, and tell every client once (debugpy tells only the
         one whose request resumed the worker, in its response, and sometimes sends a
         ``continued`` event of its own as well)."""
-        all_threads = (
-            not isinstance(body, dict) or body.get("allThreadsContinued", True) is not False
-        )
-        if all_threads or not isinstance(thread_id, int):
-            ended = bool(self.stops)
-            self.stops.clear()
-        else:
-            ended = self.stops.pop(thread_id, None) is not None
-        if not ended:
+        continued = self.stops.resumed(thread_id, body)
+        if continued is None:
             return
         self.cache.clear()
-        continued: dict[str, Any] = {"allThreadsContinued": all_threads}
-        continued["threadId"] = thread_id if isinstance(thread_id, int) else 0
-        self._broadcast(event("continued", continued))
+        self._broadcast(continued)
         self._on_change(self)
 
     async def _drop_pydevd_tags(self) -> None:
@@ -489,4 +479,4 @@ class Upstream:
 
     def top_stop(self) -> Event | None:
         """The most recent stop in force, the one a person wants to see first."""
-        return next(reversed(self.stops.values()), None)
+        return self.stops.top()
