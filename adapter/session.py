@@ -128,7 +128,7 @@ class ClientSession:
                 except ProtocolError as exc:
                     log.info("client %s sent bad DAP: %s", self.peer, exc)
                     if exc.request_seq is not None:
-                        self._send(error_response(exc.request_seq, exc.command or "?", str(exc)))
+                        self._fail_seq(exc.request_seq, exc.command or "?", str(exc))
                     break
                 if message is None:
                     break
@@ -272,7 +272,11 @@ class ClientSession:
         self._send(event("terminated"))
 
     def _fail(self, request: Request, text: str) -> None:
-        self._send(error_response(request.seq, request.command, text))
+        self._fail_seq(request.seq, request.command, text)
+
+    def _fail_seq(self, seq: int, command: str, text: str) -> None:
+        """The one place this session builds an error reply."""
+        self._send(error_response(seq, command, text))
 
     def _send(self, message: Request | Response | Event) -> None:
         if isinstance(message, Response):
