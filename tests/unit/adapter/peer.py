@@ -28,6 +28,10 @@ class ScriptedPeer:
         self._breakpoint_ids = 100
         #: The breakpoint requests received, as sent by the bridge.
         self.breakpoint_requests: list[dict[str, Any]] = []
+        #: Every command received, in order.
+        self.received: list[str] = []
+        #: Commands whose answer (and everything after it) waits until their event is set.
+        self.holding: dict[str, asyncio.Event] = {}
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.append(writer)
@@ -35,6 +39,9 @@ class ScriptedPeer:
         while data := await reader.read(65536):
             for request in decoder.feed(data):
                 assert isinstance(request, Request)
+                self.received.append(request.command)
+                if request.command in self.holding:
+                    await self.holding[request.command].wait()
                 if request.command == "attach":
                     attach = request
                     self.write(event("initialized"))
