@@ -46,11 +46,19 @@ class DebugGrant:
         return True
 
 
-async def serve(channel: MemoryChannel, resolve: Any, *requests: Request) -> None:
+async def serve(resolve: Any, *after_attach: Request) -> dict[int, list[Response]]:
+    """Serve ``initialize`` (seq 1), ``attach`` (seq 2) and then ``after_attach`` until each
+    is answered; every answer, by request."""
+    channel = MemoryChannel()
     session = ClientSession(
         channel, resolve, capabilities=dict, authorize=lambda arguments: DebugGrant()
     )
     running = asyncio.create_task(session.run())
+    requests = [
+        Request(seq=1, command="initialize", arguments={}),
+        Request(seq=2, command="attach", arguments={"breakpoint": "w1"}),
+        *after_attach,
+    ]
     for request in requests:
         channel.incoming.put_nowait(request)
     for _ in range(500):  # 5 s for what takes milliseconds: a request left unanswered fails
@@ -59,39 +67,26 @@ async def serve(channel: MemoryChannel, resolve: Any, *requests: Request) -> Non
         await asyncio.sleep(0.01)
     channel.incoming.put_nowait(None)
     await asyncio.wait_for(running, 5)
+    return channel.answers()
 
 
-async def test_a_bug_in_attach_is_answered_and_the_session_serves_on() -> None:
-    async def broken(arguments: dict[str, Any]) -> SingleWorker:
-        raise RuntimeError("a bug")
+@pytest.mark.parametrize(
+    ("raised", "told"),
+    [
+        (RuntimeError("a bug"), "raydap failed on 'attach' (see the bridge log)"),
+        (AttachError("no paused worker with id 'w1'"), "no paused worker with id 'w1'"),
+    ],
+)
+async def test_a_failed_attach_is_answered_once_and_the_session_serves_on(
+    raised: Exception, told: str
+) -> None:
+    async def resolve(arguments: dict[str, Any]) -> SingleWorker:
+        raise raised
 
-    channel = MemoryChannel()
-    await serve(
-        channel,
-        broken,
-        Request(seq=1, command="initialize", arguments={}),
-        Request(seq=2, command="attach", arguments={"breakpoint": "w1"}),
-        Request(seq=3, command="disconnect"),
-    )
-    answers = channel.answers()
+    answers = await serve(resolve, Request(seq=3, command="disconnect"))
     assert [len(answers[seq]) for seq in (1, 2, 3)] == [1, 1, 1]
-    assert not answers[2][0].success
-    assert answers[2][0].message == "raydap failed on 'attach' (see the bridge log)"
+    assert not answers[2][0].success and answers[2][0].message == told
     assert answers[3][0].success  # still INITIALIZED: the failed attach changed nothing
-
-
-async def test_a_refused_attach_says_why() -> None:
-    async def refuse(arguments: dict[str, Any]) -> SingleWorker:
-        raise AttachError("no paused worker with id 'w9'")
-
-    channel = MemoryChannel()
-    await serve(
-        channel,
-        refuse,
-        Request(seq=1, command="initialize", arguments={}),
-        Request(seq=2, command="attach", arguments={"breakpoint": "w9"}),
-    )
-    assert channel.answers()[2][0].message == "no paused worker with id 'w9'"
 
 
 async def test_a_bug_while_relaying_is_one_error_reply(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,15 +99,10 @@ async def test_a_bug_while_relaying_is_one_error_reply(monkeypatch: pytest.Monke
     async def resolve(arguments: dict[str, Any]) -> SingleWorker:
         return SingleWorker(Worker("w1", upstream))
 
-    channel = MemoryChannel()
-    await serve(
-        channel,
+    answers = await serve(
         resolve,
-        Request(seq=1, command="initialize", arguments={}),
-        Request(seq=2, command="attach", arguments={"breakpoint": "w1"}),
         Request(seq=3, command="evaluate", arguments={"expression": "1"}),
         Request(seq=4, command="threads"),
     )
-    answers = channel.answers()
     assert [len(answers[seq]) for seq in (1, 2, 3, 4)] == [1, 1, 1, 1]
     assert answers[3][0].message == "raydap failed on 'evaluate' (see the bridge log)"
