@@ -159,8 +159,7 @@ class ClientSession:
             self._announced = self._capabilities()
             self._send(response_to(request, self._announced))
         elif move.action is Action.ATTACH:
-            if not await self._on_attach(request):
-                return  # refused: still INITIALIZED
+            await self._on_attach(request)  # raises if refused: the phase stays
         elif move.action is Action.DISCONNECT:
             self._send(response_to(request))
             if self.mux is not None:
@@ -197,8 +196,8 @@ class ClientSession:
             if request.seq in self._unanswered:
                 self._fail(request, f"raydap failed on {request.command!r} (see the bridge log)")
 
-    async def _on_attach(self, request: Request) -> bool:
-        """Accept an attach (True) or refuse it (AttachError, answered by the caller)."""
+    async def _on_attach(self, request: Request) -> None:
+        """Accept an attach, or refuse it with AttachError (answered by the caller)."""
         args = request.args
         self.grant = self._authorize(args)  # before anything can reach a worker
         child_sessions = bool(args.get("childSessions"))
@@ -226,7 +225,6 @@ class ClientSession:
             if actual != self._announced:
                 self._send(event("capabilities", {"capabilities": actual}))
         self._send(event("initialized"))
-        return True
 
     async def _relay(self, mux: WorkerMux, request: Request) -> None:
         response = await mux.handle(request)
