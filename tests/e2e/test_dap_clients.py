@@ -44,7 +44,7 @@ def run_client(command: list[str], env: dict[str, str] | None = None) -> dict[st
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def debug_client(bridge: BridgeProcess, mode: str, scenario: str, **config: str) -> Any:
+def debug_client(bridge: BridgeProcess, mode: str, scenario: str, **config: Any) -> Any:
     require_tools(DAP_CLIENTS / "node_modules" / "@vscode" / "debugadapter-testsupport")
     node = shutil.which("node")
     assert node, "node is not on PATH"
@@ -62,9 +62,13 @@ def test_debugclient_attaches_by_id(
 ) -> None:
     job = run_job("task_breakpoint.py")
     [record] = bridge.wait_records(job.job_id)
-    seen = debug_client(bridge, mode, "single", breakpoint=record["id"])
-    assert seen == {"threads": 1, "function": "square", "y": "49",
-                    "line": break_line("task_breakpoint.py", "square")}  # fmt: skip
+    stop = break_line("task_breakpoint.py", "square")
+    seen = debug_client(bridge, mode, "single", breakpoint=record["id"],
+                        path=record["location"]["path"], then=stop + 1)  # fmt: skip
+    # The gutter breakpoint: unverified before a worker joined, then verified (a breakpoint
+    # event), then hit under the id the client was given.
+    assert seen == {"threads": 1, "function": "square", "y": "49", "line": stop, "given": False,
+                    "verifiedLine": stop + 1, "hit": True, "then": stop + 1}  # fmt: skip
     assert job.result() == "49"
 
 

@@ -24,7 +24,7 @@ const client =
 
 // DebugClient.waitForEvent only sees events after it is called: keep every event instead.
 const events = [];
-const watched = ["initialized", "stopped", "continued", "thread", "terminated", "output", "process"];
+const watched = ["initialized", "stopped", "continued", "thread", "terminated", "output", "process", "breakpoint"];
 for (const name of watched) client.on(name, (e) => events.push(e));
 
 async function waitFor(name, where = () => true, timeout = 60000, after = 0) {
@@ -37,7 +37,7 @@ async function waitFor(name, where = () => true, timeout = 60000, after = 0) {
   }
 }
 
-async function attach(args) {
+async function attach(args, configure = async () => {}) {
   await client.start(mode === "tcp" ? config.port : undefined);
   await client.initializeRequest({
     adapterID: "ray", clientID: "debugclient", linesStartAt1: true, columnsStartAt1: true,
@@ -46,6 +46,7 @@ async function attach(args) {
   if (mode === "tcp") args.token = config.token; // `raydap dap` adds it by itself
   const attached = client.attachRequest(args);
   await waitFor("initialized");
+  await configure();
   await client.configurationDoneRequest();
   await attached;
 }
@@ -56,15 +57,29 @@ async function evaluate(frameId, expression) {
 }
 
 async function single() {
-  await attach({ breakpoint: config.breakpoint });
+  // As an editor attaches: its gutter breakpoint (on the line after the worker's breakpoint())
+  // is sent before configurationDone, before any worker is in the session.
+  let given;
+  await attach({ breakpoint: config.breakpoint }, async () => {
+    const source = { path: config.path };
+    given = (await client.setBreakpointsRequest({ source, breakpoints: [{ line: config.then }] })).body.breakpoints[0];
+  });
+  const verified = await waitFor("breakpoint", (e) => e.body.breakpoint.id === given.id && e.body.breakpoint.verified);
   const stopped = await waitFor("stopped");
   const threadId = stopped.body.threadId;
   const threads = (await client.threadsRequest()).body.threads;
   const frames = (await client.stackTraceRequest({ threadId })).body.stackFrames;
   const y = await evaluate(frames[0].id, "y");
+  const after = events.length;
   await client.continueRequest({ threadId });
+  const hit = await waitFor("stopped", () => true, 60000, after);
+  const then = (await client.stackTraceRequest({ threadId: hit.body.threadId })).body.stackFrames[0].line;
+  await client.continueRequest({ threadId: hit.body.threadId });
   await waitFor("terminated");
-  return { threads: threads.length, function: frames[0].name, line: frames[0].line, y };
+  return {
+    threads: threads.length, function: frames[0].name, line: frames[0].line, y,
+    given: given.verified, verifiedLine: verified.body.breakpoint.line, hit: hit.body.hitBreakpointIds[0] === given.id, then,
+  };
 }
 
 async function follow() {
