@@ -56,6 +56,16 @@ def requested(command: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def set_arguments(base: dict[str, Any], path: str, union: Sequence[Spec]) -> dict[str, Any]:
+    """A set request for a worker: ``base`` (the client's other arguments) with the union as
+    its breakpoints, for the worker's ``path`` ("" for function breakpoints)."""
+    arguments = {k: v for k, v in base.items() if k != "lines"}  # lines: the deprecated form
+    arguments["breakpoints"] = [json.loads(spec) for spec in union]
+    if path:
+        arguments["source"] = {**arguments.get("source", {}), "path": path}
+    return arguments
+
+
 def split(specs: Sequence[Spec], union: Sequence[Spec], answers: Sequence[Any]) -> list[Answer]:
     """One session's share of a worker's answers to ``union``, in the session's order."""
     position = {spec: i for i, spec in enumerate(union)}

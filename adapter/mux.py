@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import copy
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +21,10 @@ from raydap.adapter.breakpoints import (
     BOOK_COMMANDS,
     BookKey,
     SessionBook,
+    Spec,
     book_key,
     requested,
+    set_arguments,
     split,
 )
 from raydap.adapter.paths import PathMapper
@@ -180,9 +181,7 @@ class WorkerMux:
                 if not worker.live:
                     continue
                 union = worker.upstream.breakpoints.union((command, path))
-                arguments: dict[str, Any] = {"breakpoints": [json.loads(s) for s in union]}
-                if path:
-                    arguments["source"] = {"path": path}
+                arguments = set_arguments({}, path, union)
                 sent = asyncio.ensure_future(worker.upstream.request(command, arguments))
                 self._leaving.add(sent)
                 sent.add_done_callback(self._leaving.discard)
@@ -397,10 +396,7 @@ class WorkerMux:
         specs = [entry.spec for entry in entries]
         worker_key = (command, self._ids.paths.to_worker(worker.key, path) if path else "")
         union = worker.upstream.breakpoints.put(self, worker_key, specs)
-        arguments = {k: v for k, v in self._book_arguments[key].items() if k != "lines"}
-        arguments["breakpoints"] = [json.loads(spec) for spec in union]
-        if path:
-            arguments["source"] = {**arguments.get("source", {}), "path": worker_key[1]}
+        arguments = set_arguments(self._book_arguments[key], worker_key[1], union)
         self._book_keys[worker.key, worker_key] = key
         try:
             response = await worker.upstream.request(command, arguments)
@@ -421,11 +417,10 @@ class WorkerMux:
         changed = (body or {}).get("breakpoint")
         if not isinstance(changed, dict) or (body or {}).get("reason") != "changed":
             return
-        found = worker.upstream.breakpoints.spec_of_id(changed.get("id"))
-        ours = self._book_keys.get((worker.key, found[0])) if found else None
-        if found is None or ours is None:
+        ours = self._ours(worker, changed.get("id"))
+        if ours is None:
             return  # another session's breakpoint
-        self.book.answered_one(worker.key, ours, found[1], dict(changed))
+        self.book.answered_one(worker.key, *ours, dict(changed))
         self._announce_breakpoints()
 
     def _announce_breakpoints(self) -> None:
@@ -436,11 +431,15 @@ class WorkerMux:
         """The session's ids for the worker's breakpoint ids in a stop."""
         ids: list[int] = []
         for hit in hits:
-            found = worker.upstream.breakpoints.spec_of_id(hit)
-            ours = self._book_keys.get((worker.key, found[0])) if found else None
-            if found is not None and ours is not None:
-                ids.extend(self.book.ids_of(ours, found[1]))
+            if (ours := self._ours(worker, hit)) is not None:
+                ids.extend(self.book.ids_of(*ours))
         return ids
+
+    def _ours(self, worker: Worker, worker_id: object) -> tuple[BookKey, Spec] | None:
+        """This session's list and spec for a worker's breakpoint id, if it set that one."""
+        found = worker.upstream.breakpoints.spec_of_id(worker_id)
+        ours = self._book_keys.get((worker.key, found[0])) if found else None
+        return (ours, found[1]) if found is not None and ours is not None else None
 
     async def _broadcast(self, request: Request) -> Response:
         """Configuration reaches every worker now, and each one that joins later."""
