@@ -21,12 +21,16 @@ import sys
 log = logging.getLogger(__name__)
 
 #: GCS internal KV namespace and key prefix of the marks live workers leave for the bridge:
-#: ``live:<worker id hex>`` -> ``{"pid", "cwd", "python": [major, minor], "stops_in_ray_hook"}``.
+#: ``live:<worker id hex>`` -> ``{"pid", "cwd", "python": [major, minor], "stops_in_ray_hook",
+#: "env"}`` (``env``: the variables that name its rank, ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``).
 #: The mark tells the bridge that a worker's open debugger port means "hold me while I run"
 #: (any worker that once hit a ``breakpoint()`` has an open port too), where its code is, for
 #: path mapping, and whether its ``breakpoint()`` stops need moving to the user's line.
 NAMESPACE = "raydap"
 MARK_PREFIX = "live:"
+
+#: What names a worker's rank in its environment (torchrun's convention), put in its mark.
+IDENTITY_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 
 _warned = False
 
@@ -62,6 +66,7 @@ def setup() -> None:
         mark = json.dumps({
             "pid": os.getpid(), "cwd": os.getcwd(), "python": list(sys.version_info[:2]),
             "stops_in_ray_hook": stops_in_ray_hook,
+            "env": {name: os.environ[name] for name in IDENTITY_VARIABLES if name in os.environ},
         })  # fmt: skip
         # The mark first: once the port is visible, the bridge finds the mark beside it.
         internal_kv._internal_kv_put(mark_key(worker_id), mark, overwrite=True,

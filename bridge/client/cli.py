@@ -18,7 +18,8 @@ from pydantic_core import PydanticUndefined
 
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
 from raydap.bridge.client.pdb.evaluation import last_line
-from raydap.bridge.client.render import breakpoints_table, stack_tree, table
+from raydap.bridge.client.render import breakpoints_table, table
+from raydap.bridge.client.render_stacks import hang_report, stack_tree
 from raydap.bridge.server.settings import Settings, cli_fields
 
 if TYPE_CHECKING:
@@ -109,7 +110,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _filter_args(stacks)
     stacks.add_argument("--all-threads", action="store_true", help="every thread, not the main")
+    stacks.add_argument(
+        "--locals", action="store_true", help="each rank's local variables, without pausing it"
+    )
+    stacks.add_argument("--native", action="store_true", help="native frames too (gloo, NCCL)")
+    stacks.add_argument(
+        "--all-frames", action="store_true", help="Ray's and Python's own frames too"
+    )
     stacks.add_argument("--json", action="store_true", help="the API's answer as JSON")
+    hangs = commands.add_parser(
+        "hangs",
+        help="which jobs are progressing and which look hung (and which rank holds them up)",
+        description="The bridge samples watched jobs' ranks every few seconds; a job whose "
+        "ranks stood still for --hang-after seconds, one of them waiting, is a suspected hang, "
+        "and the ranks outside the largest waiting group are its stragglers.",
+    )
+    hangs.add_argument("--job", help="also watch this job (one without live workers)")
+    hangs.add_argument("--json", action="store_true", help="the API's answer as JSON")
+    hangs.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
     pause = commands.add_parser(
         "pause",
         help="pause a running worker in place (no breakpoint() needed); then attach",
@@ -169,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {
         "serve": cmd_serve, "list": cmd_list, "continue": cmd_continue, "eval": cmd_eval,
         "snapshot": cmd_snapshot, "doctor": cmd_doctor, "attach": cmd_attach, "demo": cmd_demo,
-        "dap": cmd_dap, "stacks": cmd_stacks, "pause": cmd_pause,
+        "dap": cmd_dap, "stacks": cmd_stacks, "pause": cmd_pause, "hangs": cmd_hangs,
     }[args.command]  # fmt: skip
     try:
         return int(handler(args))
@@ -313,7 +331,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_stacks(args: argparse.Namespace) -> int:
-    query = {**_filter(args), **({"all_threads": "1"} if args.all_threads else {})}
+    flags = [f for f in ("all_threads", "locals", "native", "all_frames") if getattr(args, f)]
+    query = {**_filter(args), **dict.fromkeys(flags, "1")}
     answer = ApiClient(timeout=120).get("/api/v1/stacks?" + urllib.parse.urlencode(query))
     print(json.dumps(answer, indent=2) if args.json else stack_tree(answer))
     return 0
@@ -331,12 +350,29 @@ def cmd_pause(args: argparse.Namespace) -> int:
         print(f"paused {len(ids)} worker(s): {' '.join(ids)}" if ids else "no running live worker")
         return 1 if answer["failed"] else 0
     paused = ApiClient(timeout=120).post(f"/api/v1/workers/{urllib.parse.quote(args.id)}/pause")
+    if paused.get("pending"):
+        print(f"pause of {paused['id']} requested: {paused['reason']} (`raydap list` shows it)")
+        return 0
     record = paused["paused"]
     where = record.get("location") or {}
     name = f"{record.get('task_name') or 'worker'}, pid {record['pid']}"
     at = f"{where.get('path')}:{where.get('line')}"
     print(f"paused {record['id']} ({name}) at {at}: `raydap attach {record['id']}`")
     return 0
+
+
+def cmd_hangs(args: argparse.Namespace) -> int:
+    api = ApiClient()
+    if args.job:
+        api.post("/api/v1/hangs/watch", {"job": args.job})
+    while True:
+        answer = api.get("/api/v1/hangs")
+        text = json.dumps(answer, indent=2) if args.json else hang_report(answer)
+        if not args.watch:
+            print(text)
+            return 1 if any(j["state"] == "suspected_hang" for j in answer["jobs"]) else 0
+        print("\033[2J\033[H" + text, flush=True)
+        time.sleep(2)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import json
 import logging
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.bridge.cluster.locate import gcs_client
 from raydap.live import NAMESPACE, mark_key
@@ -39,6 +39,8 @@ class LiveMark(BaseModel):
     #: where ``raydap.live`` could not patch the hook) and need moving by the bridge
     #: (:mod:`raydap.adapter.ray_hook`); None from a ``raydap.live`` that did not say.
     stops_in_ray_hook: bool | None = None
+    #: What names its rank in its environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``).
+    env: dict[str, str] = Field(default_factory=dict, max_length=16)
 
 
 class Marks(Protocol):

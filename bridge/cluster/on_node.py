@@ -69,12 +69,21 @@ def _search_path() -> str:
     return os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
 
-def read_stacks(pids: list[int], timeout: float) -> dict[int, dict[str, str]]:
-    """``py-spy dump --json`` of each pid, in parallel: ``{"json": ...}`` or ``{"error": ...}``."""
+def read_stacks(
+    pids: list[int],
+    timeout: float,
+    flags: tuple[str, ...] = (),
+    environment: tuple[str, ...] = (),
+) -> dict[int, dict[str, Any]]:
+    """``py-spy dump --json`` of each pid, in parallel: ``{"json": ..., "env": {...}}`` or
+    ``{"error": ...}``. ``flags``: py-spy's ``--locals`` and ``--native``; ``environment``:
+    variables read from each process's environment as it started (``/proc/PID/environ``:
+    what names its rank)."""
     import shutil
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
+    flags = tuple(f for f in flags if f in ("--locals", "--native"))
     py_spy = shutil.which("py-spy", path=_search_path())
     if py_spy is None:
         missing = {
@@ -82,10 +91,10 @@ def read_stacks(pids: list[int], timeout: float) -> dict[int, dict[str, str]]:
         }
         return {pid: missing for pid in pids}
 
-    def dump(pid: int) -> dict[str, str]:
+    def dump(pid: int) -> dict[str, Any]:
         try:
             done = subprocess.run(
-                [py_spy, "dump", "--pid", str(pid), "--json"],
+                [py_spy, "dump", "--pid", str(pid), "--json", *flags],
                 capture_output=True, timeout=timeout, check=False,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
@@ -98,10 +107,27 @@ def read_stacks(pids: list[int], timeout: float) -> dict[int, dict[str, str]]:
             return {"error": why.removeprefix("Error: ")}
         if len(done.stdout) > MAX_OUTPUT_BYTES:
             return {"error": f"py-spy printed over {MAX_OUTPUT_BYTES} bytes"}
-        return {"json": done.stdout.decode(errors="replace")}
+        return {"json": done.stdout.decode(errors="replace"), "env": _environment(pid, environment)}
 
     with ThreadPoolExecutor(max_workers=min(16, len(pids) or 1)) as pool:
         return dict(zip(pids, pool.map(dump, pids), strict=True))
+
+
+def _environment(pid: int, wanted: tuple[str, ...]) -> dict[str, str]:
+    """Those of ``wanted`` in the process's starting environment (Linux), short values only."""
+    if not wanted:
+        return {}
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            raw = file.read(1 << 20)
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for entry in raw.split(b"\0"):
+        name, _, value = entry.decode(errors="replace").partition("=")
+        if name in wanted and len(value) <= 64:
+            found[name] = value
+    return found
 
 
 def pause_in_place(pid: int) -> str:

@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 MAX_DUMP_BYTES = 8 * 1024 * 1024
 MAX_THREADS = 1024
+#: Locals kept per frame, and characters per value (py-spy's reprs are already short).
+MAX_LOCALS = 64
+MAX_REPR = 200
 _THREAD = re.compile(r'^Thread (?P<id>\w+) \((?P<state>[^)]*)\)(?:: "(?P<name>.*)")?\s*$')
 _FRAME = re.compile(r"^\s{4}(?P<function>.+?) \((?P<path>.+):(?P<line>\d+)\)\s*$")
 
@@ -26,6 +29,14 @@ class Frame(BaseModel):
     function: str
     path: str
     line: int
+    #: Its local variables' short reprs, where they were read (``--locals``, debugpy).
+    locals: dict[str, str] | None = None
+    #: A native (C/C++) frame, read with ``--native``: ``path`` is its library.
+    native: bool = False
+
+
+def short(value: str) -> str:
+    return value if len(value) <= MAX_REPR else value[: MAX_REPR - 1] + "…"
 
 
 class ThreadStack(BaseModel):
@@ -36,11 +47,29 @@ class ThreadStack(BaseModel):
     frames: list[Frame]
 
 
+class _JsonLocal(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str
+    repr: str | None = None
+
+
 class _JsonFrame(BaseModel):
     model_config = ConfigDict(extra="ignore")
     name: str
     filename: str
     line: int
+    #: The shared library of a native frame; None for a Python one.
+    module: str | None = None
+    locals: list[_JsonLocal] | None = None
+
+    def frame(self) -> Frame:
+        found = None
+        if self.locals is not None:
+            found = {v.name: short(v.repr or "?") for v in self.locals[:MAX_LOCALS]}
+        return Frame(
+            function=self.name, path=self.filename, line=self.line, locals=found,
+            native=self.module is not None,
+        )  # fmt: skip
 
 
 class _JsonThread(BaseModel):
@@ -64,7 +93,7 @@ def parse_json(text: str) -> list[ThreadStack]:
         ThreadStack(
             name=t.thread_name or str(t.os_thread_id or "?"),
             os_thread_id=t.os_thread_id,
-            frames=[Frame(function=f.name, path=f.filename, line=f.line) for f in t.frames],
+            frames=[f.frame() for f in t.frames],
         )
         for t in threads
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from raydap.bridge.cluster import on_node, pyspy
 from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError, ProfilingDisabled
@@ -29,7 +29,16 @@ class Target:
     pid: int
 
 
-Outcome = list[ThreadStack] | str  # the threads, or why they could not be read
+@dataclass(frozen=True)
+class Reading:
+    """What was read of one worker: its threads, and the variables of its environment that
+    were asked for (empty through the dashboard, which does not read them)."""
+
+    threads: list[ThreadStack]
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+Outcome = Reading | str  # or why it could not be read
 
 
 class RemoteStacks:
@@ -40,15 +49,22 @@ class RemoteStacks:
         #: Unknown until asked; False once the dashboard said profiling is off.
         self._dashboard_profiling: bool | None = None
 
-    async def read(self, targets: dict[str, Target]) -> dict[str, Outcome]:
+    async def read(
+        self,
+        targets: dict[str, Target],
+        flags: tuple[str, ...] = (),
+        environment: tuple[str, ...] = (),
+    ) -> dict[str, Outcome]:
+        """Each target's threads. ``flags`` (py-spy's ``--locals``, ``--native``) and
+        ``environment`` (variables to read) are only read on the nodes themselves."""
         if not targets:
             return {}
-        if self._dashboard_profiling is not False:
+        if self._dashboard_profiling is not False and not flags and not environment:
             try:
                 return await self._through_dashboard(targets)
             except ProfilingDisabled:
                 self._dashboard_profiling = False
-        return await self._on_nodes(targets)
+        return await self._on_nodes(targets, flags, environment)
 
     async def _through_dashboard(self, targets: dict[str, Target]) -> dict[str, Outcome]:
         gate = asyncio.Semaphore(DASHBOARD_PARALLEL)
@@ -59,7 +75,7 @@ class RemoteStacks:
                     text = await asyncio.wait_for(
                         self.dashboard.traceback(target.pid, target.node_id), self.timeout
                     )
-                    return pyspy.parse_text(text)
+                    return Reading(pyspy.parse_text(text))
                 except ProfilingDisabled:
                     raise
                 except asyncio.TimeoutError:
@@ -75,16 +91,18 @@ class RemoteStacks:
         others = await asyncio.gather(*(one(targets[i]) for i in rest))
         return {first_id: first, **dict(zip(rest, others, strict=True))}
 
-    async def _on_nodes(self, targets: dict[str, Target]) -> dict[str, Outcome]:
+    async def _on_nodes(
+        self, targets: dict[str, Target], flags: tuple[str, ...], environment: tuple[str, ...]
+    ) -> dict[str, Outcome]:
         by_node: dict[str, dict[int, str]] = defaultdict(dict)
         for worker, target in targets.items():
             by_node[target.node_id][target.pid] = worker
 
         async def node(node_id: str, workers: dict[int, str]) -> dict[str, Outcome]:
-            try:
+            try:  # (a first task on a node starts a worker: more time)
                 answers = await self.driver.run_on_node(
-                    node_id, on_node.read_stacks, list(workers), self.timeout,
-                    timeout=self.timeout + 30,  # a first task on a node starts a worker
+                    node_id, on_node.read_stacks, list(workers), self.timeout, flags,
+                    environment, timeout=self.timeout + 30,
                 )  # fmt: skip
             except asyncio.TimeoutError:
                 return dict.fromkeys(workers.values(), f"node {node_id[:8]} did not answer")
@@ -97,7 +115,9 @@ class RemoteStacks:
                 answer = answers.get(pid, {"error": "no answer"})
                 try:
                     outcomes[worker] = (
-                        pyspy.parse_json(answer["json"]) if "json" in answer else answer["error"]
+                        Reading(pyspy.parse_json(answer["json"]), _variables(answer.get("env")))
+                        if "json" in answer
+                        else str(answer["error"])
                     )
                 except BadDump as exc:
                     outcomes[worker] = str(exc)
@@ -105,3 +125,10 @@ class RemoteStacks:
 
         parts = await asyncio.gather(*(node(n, w) for n, w in by_node.items()))
         return {worker: outcome for part in parts for worker, outcome in part.items()}
+
+
+def _variables(found: object) -> dict[str, str]:
+    """The environment a node read, checked (it is outside input)."""
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): v for k, v in list(found.items())[:16] if isinstance(v, str) and len(v) <= 64}

@@ -35,6 +35,7 @@ from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers import legacy as legacy_records
 from raydap.bridge.workers.follow import resolve
+from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
 from raydap.bridge.workers.outside_pause import OutsidePause
@@ -93,7 +94,21 @@ class Bridge:
         self.remote_stacks = RemoteStacks(
             self.dashboard, self.ray_driver, timeout=settings.request_timeout
         )
-        self.outside_pause = OutsidePause(self.holder, self.dashboard, self.ray_driver)
+        self.outside_pause = OutsidePause(
+            self.holder, self.dashboard, self.ray_driver, remote_stacks=self.remote_stacks
+        )
+        self.hangs = (
+            HangWatch(
+                self.holder,
+                self.remote_stacks,
+                hang_after=settings.hang_after,
+                interval=settings.hang_sample_interval,
+                scope=settings.hang_watch,
+            )
+            if settings.hang_watch != "off"
+            else None
+        )
+        self.metrics.watch_hangs(self.hangs)
         self.auth = Authenticator(tokens_for(settings))
         self.audit = AuditLog(settings.audit_log)
         self.dap = DapListener(
@@ -170,6 +185,7 @@ class Bridge:
             node_ip=self.dashboard.node_ip,
             remote_stacks=self.remote_stacks,
             outside_pause=self.outside_pause,
+            hangs=self.hangs,
         )
         settings = self.settings
         guard = BrowserGuard(settings.host, settings.allowed_hosts, settings.allowed_origins)
@@ -185,6 +201,8 @@ class Bridge:
             asyncio.create_task(self.discovery.run(), name="discovery"),
             asyncio.create_task(self._expire_loop(), name="hold timeout"),
         ]
+        if self.hangs is not None:
+            self._tasks.append(asyncio.create_task(self.hangs.run(), name="hang watch"))
         if self.live is not None:
             every = settings.live_poll_interval
             self._tasks.append(asyncio.create_task(self.live.run(every), name="live workers"))

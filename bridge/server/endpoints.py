@@ -12,6 +12,8 @@ from aiohttp import WSCloseCode, web
 from raydap.adapter import ClientSession
 from raydap.adapter.session import Resolver
 from raydap.adapter.websocket import WebSocketChannel
+from raydap.bridge.workers.hang_watch import HangWatch
+from raydap.bridge.workers.hangs import Verdict as HangVerdict
 from raydap.bridge.workers.registry import Registry, Resync
 from raydap.protocol import DEFAULT_LIMITS
 
@@ -60,27 +62,49 @@ async def serve_dap(
     return socket
 
 
-async def serve_events(request: web.Request, registry: Registry) -> web.StreamResponse:
-    """Every record now (``snapshot``), then each change (``added``/``updated``/``removed``).
-
-    A client that reads too slowly to keep up is closed with :data:`FELL_BEHIND` and a reason;
-    clients then reconnect and start again from a snapshot."""
+async def serve_events(
+    request: web.Request, registry: Registry, hangs: HangWatch | None = None
+) -> web.StreamResponse:
+    """Every record now (``snapshot``), then each change (``added``/``updated``/``removed``),
+    and each new hang verdict (``{"kind": "hang", "type": "hang", "verdict"}``; the suspected
+    hangs of now follow the snapshot). A client that reads too slowly to keep up is closed
+    with :data:`FELL_BEHIND` and a reason; clients then reconnect and start again from a
+    snapshot."""
     socket = web.WebSocketResponse(heartbeat=30)
     await socket.prepare(request)
     changes = registry.subscribe()
+    verdicts = hangs.subscribe() if hangs is not None else None
 
     async def pump() -> None:
         records = [r.model_dump(mode="json") for r in registry.records()]
         await socket.send_json({"kind": "snapshot", "records": records})
-        while True:
-            change = await changes.get()
-            if isinstance(change, Resync):
-                why = f"fell behind ({change.why}); reconnect for a fresh snapshot"
-                await socket.close(code=FELL_BEHIND, message=why.encode()[:123])
-                return
-            await socket.send_json(
-                {"kind": change.kind, "record": change.record.model_dump(mode="json")}
-            )
+        for verdict in hangs.verdicts() if hangs is not None else []:
+            if verdict.state == "suspected_hang":
+                await socket.send_json(_hang_message(verdict))
+        next_change = asyncio.ensure_future(changes.get())
+        next_verdict = asyncio.ensure_future(verdicts.get()) if verdicts else None
+        try:
+            while True:
+                waiting = {next_change, *([next_verdict] if next_verdict else [])}
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if next_verdict is not None and next_verdict.done():
+                    await socket.send_json(_hang_message(next_verdict.result()))
+                    next_verdict = asyncio.ensure_future(verdicts.get())  # type: ignore[union-attr]
+                if not next_change.done():
+                    continue
+                change = next_change.result()
+                if isinstance(change, Resync):
+                    why = f"fell behind ({change.why}); reconnect for a fresh snapshot"
+                    await socket.close(code=FELL_BEHIND, message=why.encode()[:123])
+                    return
+                await socket.send_json(
+                    {"kind": change.kind, "record": change.record.model_dump(mode="json")}
+                )
+                next_change = asyncio.ensure_future(changes.get())
+        finally:
+            next_change.cancel()
+            if next_verdict is not None:
+                next_verdict.cancel()
 
     pumping = asyncio.create_task(pump())
     try:
@@ -91,4 +115,10 @@ async def serve_events(request: web.Request, registry: Registry) -> web.StreamRe
         with contextlib.suppress(asyncio.CancelledError, ConnectionError, RuntimeError):
             await pumping
         registry.unsubscribe(changes)
+        if hangs is not None and verdicts is not None:
+            hangs.unsubscribe(verdicts)
     return socket
+
+
+def _hang_message(verdict: HangVerdict) -> dict[str, Any]:
+    return {"kind": "hang", "type": "hang", "verdict": verdict.model_dump(mode="json")}

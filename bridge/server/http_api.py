@@ -25,8 +25,14 @@ from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.server.pdb_relay import NodeIp
 from raydap.bridge.workers import group, stacks
 from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder, ResumeFailed
-from raydap.bridge.workers.outside_pause import AlreadyPaused, OutsidePause, PauseFailed
+from raydap.bridge.workers.outside_pause import (
+    AlreadyPaused,
+    OutsidePause,
+    PauseFailed,
+    PausePending,
+)
 
 MAX_BODY_BYTES = 1024 * 1024
 #: Reachable without a token: liveness probes must not need a secret, and the web page and
@@ -56,6 +62,8 @@ class Services:
     #: Stacks of workers nobody holds, and pausing them in place (None: held workers only).
     remote_stacks: RemoteStacks | None = None
     outside_pause: OutsidePause | None = None
+    #: Hang verdicts of watched jobs (None: the watch is off).
+    hangs: HangWatch | None = None
 
 
 SERVICES = web.AppKey("services", Services)
@@ -67,6 +75,11 @@ class GroupBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     filter: WorkerFilter = Field(default_factory=WorkerFilter)
+
+
+class WatchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    job: str = Field(min_length=1, max_length=64, pattern=r"^[0-9a-fA-F]+$")
 
 
 class EvaluateBody(BaseModel):
@@ -210,18 +223,31 @@ async def snapshot(request: web.Request) -> web.Response:
     return web.json_response({"workers": workers})
 
 
+def _flag(query: dict[str, str], name: str) -> bool:
+    value = query.pop(name, "0").lower()
+    if value not in ("0", "1", "true", "false", "yes", "no", ""):
+        raise _error(web.HTTPBadRequest, f"{name} is 1 or 0, not {value[:20]!r}")
+    return value in ("1", "true", "yes")
+
+
 async def merged_stacks(request: web.Request) -> web.Response:
-    """Every held worker's stack and every running one's, merged; ``all_threads=1`` for
-    each thread of the running ones."""
+    """Every held worker's stack and every running one's, merged. ``all_threads=1``: each
+    thread of the running ones; ``locals=1``: every frame's locals; ``native=1``: native
+    frames; ``all_frames=1``: Ray's and Python's own frames too."""
     query = dict(request.query)
-    all_threads = query.pop("all_threads", "0").lower() in ("1", "true", "yes")
+    options = stacks.StackOptions(
+        all_threads=_flag(query, "all_threads"),
+        locals=_flag(query, "locals"),
+        native=_flag(query, "native"),
+        all_frames=_flag(query, "all_frames"),
+    )
     try:
         where = WorkerFilter.model_validate(query)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise _error(web.HTTPBadRequest, f"bad filter: {problems}") from None
     services = request.app[SERVICES]
-    answer = await stacks.stacks(services.holder, where, services.remote_stacks, all_threads)
+    answer = await stacks.stacks(services.holder, where, services.remote_stacks, options)
     return web.json_response(answer)
 
 
@@ -240,7 +266,39 @@ async def pause_worker(request: web.Request) -> web.Response:
         raise _error(web.HTTPConflict, str(exc)) from None
     except PauseFailed as exc:
         raise _error(web.HTTPBadGateway, str(exc)) from None
+    except PausePending as pending:
+        answer = {"pending": True, "id": pending.rid, "reason": pending.reason}
+        return web.json_response(answer, status=202)
     return web.json_response({"paused": record.model_dump(mode="json")})
+
+
+def _hang_watch(request: web.Request) -> HangWatch:
+    watch = request.app[SERVICES].hangs
+    if watch is None:
+        raise _error(web.HTTPNotImplemented, "the hang watch is off (raydap serve --hang-watch)")
+    return watch
+
+
+async def list_hangs(request: web.Request) -> web.Response:
+    """Each watched job's verdict: ``progressing`` or ``suspected_hang`` with its stragglers."""
+    watch = _hang_watch(request)
+    return web.json_response({
+        "jobs": [v.model_dump(mode="json") for v in watch.verdicts()],
+        "hang_after": watch.judge.hang_after,
+        "watching": watch.scope,
+        "error": watch.last_error,
+    })  # fmt: skip
+
+
+async def watch_job(request: web.Request) -> web.Response:
+    """Watch one more job for hangs (any job, live workers or not)."""
+    body: WatchBody = await _body(request, WatchBody)
+    try:
+        _hang_watch(request).watch(body.job)
+    except ValueError as exc:
+        raise _error(web.HTTPTooManyRequests, str(exc)) from None
+    _audit(request, "watch", job=body.job)
+    return web.json_response({"watching": body.job})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -300,7 +358,8 @@ async def _no_nodes(node_id: str) -> str | None:
 
 
 async def events_socket(request: web.Request) -> web.StreamResponse:
-    return await endpoints.serve_events(request, request.app[SERVICES].holder.registry)
+    services = request.app[SERVICES]
+    return await endpoints.serve_events(request, services.holder.registry, services.hangs)
 
 
 def make_app(services: Services, guard: BrowserGuard) -> web.Application:
@@ -321,6 +380,8 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_get("/api/v1/workers", list_workers)
     app.router.add_post("/api/v1/workers/{id}/pause", pause_worker)
     app.router.add_post("/api/v1/pause", pause_group)
+    app.router.add_get("/api/v1/hangs", list_hangs)
+    app.router.add_post("/api/v1/hangs/watch", watch_job)
     app.router.add_get("/api/v1/events", events_socket)
     app.router.add_get("/dap", dap_socket)
     app.router.add_get("/pdb", pdb_socket)

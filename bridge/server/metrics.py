@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import get_args
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client import Counter as CounterMetric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from raydap.bridge.workers.hang_watch import HangWatch
+from raydap.bridge.workers.hangs import JobState
 from raydap.bridge.workers.registry import Registry
 
 #: Requests to workers take about 44 ms each through debugpy; cached answers never get here.
@@ -49,10 +52,36 @@ class _HeldWorkers(Collector):
         )
 
 
+class _Hangs(Collector):
+    """Watched jobs by verdict, read at scrape time."""
+
+    def __init__(self) -> None:
+        self.watch: HangWatch | None = None
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        verdicts = self.watch.verdicts() if self.watch is not None else []
+        states = Counter(v.state for v in verdicts)
+        jobs = GaugeMetricFamily(
+            "raydap_watched_jobs", "Jobs the hang watch samples, by verdict", labels=["state"]
+        )
+        for state in get_args(JobState):
+            jobs.add_metric([state], states.get(state, 0))
+        yield jobs
+        hung = GaugeMetricFamily(
+            "raydap_job_suspected_hang", "1 while a job is a suspected hang", labels=["job"]
+        )
+        for verdict in verdicts:
+            if verdict.state == "suspected_hang":
+                hung.add_metric([verdict.job], 1)
+        yield hung
+
+
 class Metrics:
     def __init__(self, registry: Registry, clients: Callable[[], int]) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(_HeldWorkers(registry, clients))
+        self._hangs = _Hangs()
+        self.registry.register(self._hangs)
         self._requests = Histogram(
             "raydap_worker_request_seconds", "Requests sent to workers' debugpy, by command",
             ["command", "outcome"], buckets=LATENCY_BUCKETS, registry=self.registry,
@@ -65,6 +94,9 @@ class Metrics:
             "raydap_auth_refusals", "Requests refused for their credentials or origin",
             ["where"], registry=self.registry,
         )  # fmt: skip
+
+    def watch_hangs(self, watch: HangWatch | None) -> None:
+        self._hangs.watch = watch
 
     def worker_request(self, command: str, seconds: float, ok: bool) -> None:
         self._requests.labels(command, "ok" if ok else "error").observe(seconds)

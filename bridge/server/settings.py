@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -70,6 +70,16 @@ class Settings(BaseSettings):
     tls_key: Path | None = Field(None, description="the key of --tls-cert")
     max_connections: int = Field(256, ge=1, description="connections in total")
     max_connections_per_address: int = Field(32, ge=1, description="connections per address")
+    hang_after: float = Field(
+        60.0, gt=0, le=86_400,
+        description="seconds a job's ranks may stand still, one waiting, to be a suspected hang",
+    )  # fmt: skip
+    hang_watch: Literal["live", "all", "off"] = Field(
+        "live", description="which jobs to watch for hangs: with live workers, all, off"
+    )
+    hang_sample_interval: float = Field(
+        5.0, ge=0.5, le=600, description="seconds between samples of watched jobs' stacks"
+    )
     runtime_dir: Path = Field(
         default_factory=default_runtime_dir, description="where the connection file goes"
     )

@@ -21,6 +21,7 @@ from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.keeper import RecordKeeper
 from raydap.bridge.workers.naming import RayState
 from raydap.bridge.workers.policy import HoldPolicy
+from raydap.bridge.workers.ranks import rank_from_environment
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import LookupFailed, Registry
 from raydap.bridge.workers.task_end import TaskEndWatch, TaskState
@@ -111,6 +112,7 @@ class Holder:
             paused_since=paused.seen_at,
             live=live is not None,
             working_dir=live.cwd if live else None,
+            rank=rank_from_environment(live.env) if live else None,
         )
         if (self.registry.get(record.id) or record).state != "failed":
             self.registry.put(record)  # a failed one stays listed as such while retried

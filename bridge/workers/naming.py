@@ -14,8 +14,9 @@ import ast
 import contextlib
 from typing import Any, Protocol
 
-from raydap.adapter import Upstream, UpstreamError
+from raydap.adapter import State, Upstream, UpstreamError
 from raydap.bridge.cluster.dashboard import ActorRow, TaskRow
+from raydap.bridge.workers import ranks
 from raydap.bridge.workers.records import BreakpointRecord
 
 SERVE_PREFIX = "ServeReplica:"
@@ -51,6 +52,14 @@ class Namer:
         again). On the last try, a worker with no running task is named by its last task."""
         if record.worker_type == "DRIVER" and record.worker_id:
             return {"task_name": "driver", "job_id": record.worker_id[:8]}
+        names = await self._names(record, upstream, last_try)
+        if names is None:
+            return None
+        return {**names, **await self._identity(record, names, upstream)}
+
+    async def _names(
+        self, record: BreakpointRecord, upstream: Upstream, last_try: bool
+    ) -> dict[str, Any] | None:
         if record.worker_id is None:
             return None
         task = await self.ray.running_task(record.worker_id)
@@ -62,6 +71,23 @@ class Namer:
         if actor is not None and actor.class_name == TRAIN_WORKER:
             return await _train_worker(actor, upstream)
         return from_task(task) if last_try and task is not None else None
+
+    async def _identity(
+        self, record: BreakpointRecord, names: dict[str, Any], upstream: Upstream
+    ) -> dict[str, Any]:
+        """``rank`` and ``role`` (:mod:`.ranks`): a process keeps its rank, so one found
+        before is kept; a role follows the method running."""
+        found: dict[str, Any] = {"role": ranks.role_from_task(names.get("task_name"))}
+        if names.get("rank") is not None or record.rank is not None:
+            return found
+        actor_class = str(names.get("actor_class") or "")
+        if actor_class.endswith(ranks.VERL_CLASS_SUFFIX):
+            actor = await self._actor(record)
+            if (rank := ranks.rank_from_actor_name(actor.name if actor else None)) is not None:
+                return {**found, "rank": rank}
+        if upstream.state is State.STOPPED:
+            found["rank"] = await _probe_rank(upstream)
+        return found
 
     async def _actor(self, record: BreakpointRecord) -> ActorRow | None:
         if record.pid is None:
@@ -103,7 +129,7 @@ def _serve_replica(actor: ActorRow) -> dict[str, Any]:
 async def _train_worker(actor: ActorRow, upstream: Upstream) -> dict[str, Any]:
     """``train_func rank 1``: the paused function and the worker's world rank (asked of the
     worker itself, read-only)."""
-    function, rank = "train", "?"
+    function, rank = "train", None
     with contextlib.suppress(UpstreamError, IndexError, ValueError, SyntaxError):
         _, frames = await upstream.stack(levels=1)
         function = str(frames[0].get("name") or function)
@@ -111,10 +137,23 @@ async def _train_worker(actor: ActorRow, upstream: Upstream) -> dict[str, Any]:
             "evaluate", {"expression": TRAIN_RANK, "frameId": frames[0]["id"], "context": "watch"}
         )
         if answer.success:
-            rank = str(ast.literal_eval(str((answer.body or {}).get("result"))))
+            rank = int(ast.literal_eval(str((answer.body or {}).get("result"))))
     return {
-        "task_name": f"{function} rank {rank}",
+        "task_name": f"{function} rank {'?' if rank is None else rank}",
         "job_id": actor.job_id,
         "actor_id": actor.actor_id,
         "actor_class": TRAIN_WORKER,
+        "rank": rank,
     }
+
+
+async def _probe_rank(upstream: Upstream) -> int | None:
+    """The rank a paused worker's torch.distributed (or ``RANK``) says, read-only."""
+    with contextlib.suppress(UpstreamError, IndexError, KeyError):
+        _, frames = await upstream.stack(levels=1)
+        answer = await upstream.request(
+            "evaluate", {"expression": ranks.PROBE, "frameId": frames[0]["id"], "context": "watch"}
+        )
+        if answer.success:
+            return ranks.rank_from_probe(str((answer.body or {}).get("result")))
+    return None

@@ -6,9 +6,10 @@ instead, at once (:func:`.group.pause_held`).
 A zero-CPU task pinned to the worker's node injects a pause into it (gdb, or
 ``sys.remote_exec`` on Python 3.14+; :func:`raydap.bridge.cluster.on_node.pause_in_place`),
 which opens Ray's own debugpy listener, so discovery finds and holds the worker as it does any
-``breakpoint()``. The request ends when the worker is listed as paused, or with why not.
-A main thread blocked in C code that does not return to Python on a signal (some extensions)
-pauses only when it does.
+``breakpoint()``. The request ends when the worker is listed as paused, or with why not, within
+:data:`ANSWER_WITHIN` seconds: a main thread blocked in native code (a collective waiting in
+gloo or NCCL, some extensions) pauses only when that call returns to Python, so the answer is
+then :class:`PausePending`, naming where it waits, and the pause stays requested.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from raydap.adapter import State, UpstreamError
 from raydap.bridge.cluster import on_node
 from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError
 from raydap.bridge.cluster.driver import DriverUnavailable, RayDriver
+from raydap.bridge.cluster.pyspy import main_thread
+from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
+from raydap.bridge.workers.frames import wait_of
 from raydap.bridge.workers.group import pause_held
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord
@@ -37,14 +41,34 @@ class PauseFailed(Exception):
     """The worker could not be paused; the message says what to install or allow."""
 
 
+class PausePending(Exception):
+    """Requested, not yet paused: the worker waits in native code. ``reason`` says where."""
+
+    def __init__(self, rid: str, reason: str) -> None:
+        super().__init__(reason)
+        self.rid = rid
+        self.reason = reason
+
+
+#: A pause answers within this many seconds: paused, failed, or pending.
+ANSWER_WITHIN = 5.0
+
+
 class OutsidePause:
     def __init__(
-        self, holder: Holder, dashboard: DashboardClient, driver: RayDriver, wait: float = 30.0
+        self,
+        holder: Holder,
+        dashboard: DashboardClient,
+        driver: RayDriver,
+        wait: float = ANSWER_WITHIN,
+        remote_stacks: RemoteStacks | None = None,
     ) -> None:
+        """``remote_stacks`` reads where a worker that did not pause in time waits."""
         self.holder = holder
         self.dashboard = dashboard
         self.driver = driver
         self.wait = wait
+        self.remote_stacks = remote_stacks
         self._injections: set[asyncio.Future[object]] = set()
 
     async def _running_worker(self, wanted: str) -> BreakpointRecord:
@@ -76,7 +100,7 @@ class OutsidePause:
                 await pause_held(upstream)
             except UpstreamError as exc:
                 raise PauseFailed(f"{held[0].label} did not pause: {exc}") from None
-            return await self._until_paused(held[0].id, started)
+            return await self._until_paused(held[0], started)
         target = await self._running_worker(wanted)
         try:
             injection = await self.driver.start_on_node(
@@ -86,14 +110,18 @@ class OutsidePause:
             raise PauseFailed(str(exc)) from None
         self._injections.add(injection)
         injection.add_done_callback(self._ended)
-        return await self._until_paused(target.id, started, injection)
+        return await self._until_paused(target, started, injection)
 
     async def _until_paused(
-        self, rid: str, started: float, injection: asyncio.Future[object] | None = None
+        self,
+        target: BreakpointRecord,
+        started: float,
+        injection: asyncio.Future[object] | None = None,
     ) -> BreakpointRecord:
-        """The record once it is listed as paused, with where (or PauseFailed saying why)."""
+        """The record once it is listed as paused, with where; PauseFailed saying why not;
+        or, after :attr:`wait` seconds, PausePending saying where it waits."""
         while time.monotonic() - started < self.wait:
-            record = self.holder.registry.get(rid)
+            record = self.holder.registry.get(target.id)
             if record is not None and record.state == "paused" and record.location is not None:
                 return record
             if (
@@ -103,10 +131,24 @@ class OutsidePause:
             ):
                 raise PauseFailed(str(why))
             await asyncio.sleep(0.02)
-        raise PauseFailed(
-            f"worker {rid} was not paused within {self.wait:g} s: its main thread may be "
-            "blocked in native code; it pauses when it next runs Python"
-        )
+        raise PausePending(target.id, await self._where_blocked(target))
+
+    async def _where_blocked(self, target: BreakpointRecord) -> str:
+        """Where a worker that did not pause in time waits, read with py-spy."""
+        later = "it pauses when that call returns to Python (the pause stays requested)"
+        if self.remote_stacks is None or not target.node_id or not target.pid:
+            return f"it runs native code; {later}"
+        read = await self.remote_stacks.read({target.id: Target(target.node_id, target.pid)})
+        reading = read.get(target.id)
+        if not isinstance(reading, Reading):
+            return f"it runs native code; {later}"
+        frames = main_thread(reading.threads, target.pid).frames
+        wait = wait_of(frames)
+        frame = wait.frame if wait else next((f for f in frames if not f.native), None)
+        if frame is None:
+            return f"it runs native code; {later}"
+        where = f"{frame.function.split('.')[-1]} in {frame.path}:{frame.line}"
+        return f"blocked in {where}, in native code; {later}"
 
     def _ended(self, injection: asyncio.Future[object]) -> None:
         self._injections.discard(injection)

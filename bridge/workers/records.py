@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from raydap.bridge.workers.ranks import describe
+
 Kind = Literal["breakpoint", "exception", "legacy-pdb"]
 RecordState = Literal["connecting", "paused", "running", "failed"]
 
@@ -50,8 +52,18 @@ class BreakpointRecord(BaseModel):
     live: bool = False
     #: Its working directory, as a live worker reports it (maps editor paths before a stop).
     working_dir: str | None = None
+    #: Its rank in the job (torch.distributed, Ray Train, verl), where known.
+    rank: int | None = None
+    #: The role it plays, where the job has roles (verl: ``actor``, ``critic``, ``ref``).
+    role: str | None = None
+
+    @property
+    def rank_text(self) -> str | None:
+        """``rank 3 (critic)``, or None where neither is known."""
+        return describe(self.rank, self.role)
 
     @property
     def label(self) -> str:
-        """How a person names this worker: task or Actor.method, and where it runs."""
-        return f"{self.task_name or 'worker'} (pid {self.pid} on {self.node_ip})"
+        """How a person names this worker: rank, task or Actor.method, and where it runs."""
+        who = f"{self.rank_text} " if self.rank_text else ""
+        return f"{who}{self.task_name or 'worker'} (pid {self.pid} on {self.node_ip})"

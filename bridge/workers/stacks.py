@@ -1,125 +1,145 @@
-"""Every rank's stack at once, merged, as parallel debuggers show a job: identical paths of
-many workers collapse into one branch with the list of its workers, and where they diverge the
-tree branches. The root's children are the outermost frames.
+"""Every rank's stack at once, merged (:mod:`.stack_tree`), with what each rank holds.
 
-Held workers tell their stack over their debugpy connection; every other worker running a task
-is read on its node with py-spy (:mod:`raydap.bridge.cluster.remote_stacks`)."""
+Held workers that are paused tell their stack and locals over their debugpy connection;
+every other worker running a task is read on its node with py-spy
+(:mod:`raydap.bridge.cluster.remote_stacks`), which reads locals without pausing it. Ray's
+and Python's own frames are folded unless asked for (:func:`.frames.fold`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
-
-from raydap.adapter import State, UpstreamError
+from raydap.adapter import State, Upstream, UpstreamError
 from raydap.bridge.cluster.dashboard import DashboardError, TaskRow, WorkerRow
-from raydap.bridge.cluster.pyspy import Frame, main_thread
-from raydap.bridge.cluster.remote_stacks import RemoteStacks, Target
+from raydap.bridge.cluster.pyspy import Frame, main_thread, short
+from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
+from raydap.bridge.workers import ranks
 from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.frames import fold
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.stack_tree import MAX_FRAMES, innermost_first, merge
+from raydap.live import IDENTITY_VARIABLES
 
-#: Stacks deeper than this are cut at the outermost end (the frames nearest the stop stay).
-MAX_FRAMES = 200
 #: How long one worker may take to report its stack.
 PER_WORKER_TIMEOUT = 5.0
+#: A paused worker's locals are read for this many of its innermost shown frames.
+LOCALS_FRAMES = 8
+MAX_LOCALS = 64
 
 
-class StackNode(BaseModel):
-    function: str
-    path: str
-    line: int
-    workers: list[str] = Field(default_factory=list)
-    children: list[StackNode] = Field(default_factory=list)
+@dataclass(frozen=True)
+class StackOptions:
+    """What ``/api/v1/stacks`` was asked for besides the filter."""
+
+    all_threads: bool = False
+    #: Each frame's local variables (py-spy ``--locals``; debugpy for paused workers).
+    locals: bool = False
+    #: Native frames of running workers (py-spy ``--native``).
+    native: bool = False
+    #: Ray's and Python's own frames too.
+    all_frames: bool = False
+
+    @property
+    def py_spy_flags(self) -> tuple[str, ...]:
+        return (*(["--locals"] if self.locals else []), *(["--native"] if self.native else []))
 
 
-def merge(stacks: dict[str, list[Frame]]) -> StackNode:
-    """One tree of many stacks, each given innermost frame first (as DAP reports them).
-    Frames are the same where file and line are: debugpy names a method ``step`` and py-spy
-    ``Worker.step``, and the fuller name is kept."""
-    root = StackNode(function="", path="", line=0)
-    for worker, frames in stacks.items():
-        root.workers.append(worker)
-        node = root
-        for frame in reversed(frames[:MAX_FRAMES]):
-            child = next(
-                (c for c in node.children if (c.path, c.line) == (frame.path, frame.line)), None
-            )
-            if child is None:
-                child = StackNode(function=frame.function, path=frame.path, line=frame.line)
-                node.children.append(child)
-            elif len(frame.function) > len(child.function):
-                child.function = frame.function
-            child.workers.append(worker)
-            node = child
-    _order(root)
-    return root
-
-
-def _order(node: StackNode) -> None:
-    """Largest groups first, so the common path reads top to bottom."""
-    node.children.sort(key=lambda c: (-len(c.workers), c.path, c.line))
-    for child in node.children:
-        _order(child)
-
-
-async def _held_stack(holder: Holder, rid: str) -> list[Frame]:
+async def _held_stack(holder: Holder, rid: str, options: StackOptions) -> list[Frame]:
     upstream = holder.upstreams.get(rid)
     if upstream is None or upstream.state is not State.STOPPED:
         raise UpstreamError("not paused: its stack can be read only while it is stopped")
-    _, frames = await asyncio.wait_for(upstream.stack(levels=MAX_FRAMES), PER_WORKER_TIMEOUT)
-    return innermost_first(
-        [
-            Frame(
-                function=str(f.get("name") or "?"),
-                path=str((f.get("source") or {}).get("path") or "<unknown>"),
-                line=int(f.get("line") or 0),
-            )
-            for f in frames
-        ]
+    _, listed = await asyncio.wait_for(upstream.stack(levels=MAX_FRAMES), PER_WORKER_TIMEOUT)
+    frames = innermost_first([
+        Frame(
+            function=str(f.get("name") or "?"),
+            path=str((f.get("source") or {}).get("path") or "<unknown>"),
+            line=int(f.get("line") or 0),
+        )
+        for f in listed
+    ])  # fmt: skip
+    shown = frames if options.all_frames else fold(frames)
+    if not options.locals:
+        return shown
+    ids = {(f.get("name"), f.get("line")): f["id"] for f in listed if "id" in f}
+    nearest = shown[:LOCALS_FRAMES]
+    read = await asyncio.gather(
+        *(_frame_locals(upstream, ids.get((f.function, f.line))) for f in nearest)
     )
+    with_locals = [
+        f if found is None else f.model_copy(update={"locals": found})
+        for f, found in zip(nearest, read, strict=True)
+    ]
+    return [*with_locals, *shown[LOCALS_FRAMES:]]
 
 
-_POST_MORTEM = " (Current frame)"
+async def _frame_locals(upstream: Upstream, frame_id: Any) -> dict[str, str] | None:
+    """A paused frame's locals through debugpy (its first scope), reprs cut short; None
+    where they could not be read (the stack is still shown)."""
+    if frame_id is None:
+        return None
+    try:
+        return await _read_locals(upstream, frame_id)
+    except UpstreamError:
+        return None
 
 
-def innermost_first(frames: list[Frame]) -> list[Frame]:
-    """A stack innermost frame first. At a post-mortem stop debugpy lists the frame that
-    caught the exception (named ``... (Current frame)``) and then the traceback, outermost
-    first: turned round here, so the frame that raised is innermost, as everywhere else."""
-    if not frames or not frames[0].function.endswith(_POST_MORTEM):
-        return frames
-    caught = frames[0].model_copy(
-        update={"function": frames[0].function.removesuffix(_POST_MORTEM)}
+async def _read_locals(upstream: Upstream, frame_id: Any) -> dict[str, str] | None:
+    scopes = await upstream.request("scopes", {"frameId": frame_id})
+    found = (scopes.body or {}).get("scopes") or [] if scopes.success else []
+    if not found or not found[0].get("variablesReference"):
+        return None
+    answer = await upstream.request(
+        "variables", {"variablesReference": found[0]["variablesReference"], "count": MAX_LOCALS}
     )
-    return [*reversed(frames[1:]), caught]
+    if not answer.success:
+        return None
+    return {
+        str(v.get("name")): short(str(v.get("value")))
+        for v in ((answer.body or {}).get("variables") or [])[:MAX_LOCALS]
+        if not str(v.get("name", "")).startswith("(")  # debugpy's "(return)" and groups
+        and v.get("presentationHint", {}).get("kind") not in ("class", "method")
+        and str(v.get("name")) not in ("special variables", "function variables")
+    }
 
 
 def running_record(task: TaskRow, worker: WorkerRow) -> BreakpointRecord:
     """A worker running a task, named with the same id and fields as a paused one."""
+    name = task.name or task.func_or_class_name
     return BreakpointRecord(
         id=record_id(worker.worker_id), state="running", job_id=task.job_id,
-        task_name=task.name or task.func_or_class_name, task_id=task.task_id,
-        actor_id=task.actor_id, node_id=worker.node_id, node_ip=worker.ip, pid=worker.pid,
-        worker_id=worker.worker_id, worker_type=worker.worker_type, paused_since=0.0,
+        task_name=name, task_id=task.task_id, actor_id=task.actor_id, node_id=worker.node_id,
+        node_ip=worker.ip, pid=worker.pid, worker_id=worker.worker_id,
+        worker_type=worker.worker_type, paused_since=0.0, role=ranks.role_from_task(name),
     )  # fmt: skip
 
 
-async def _running(
+async def running_workers(
     holder: Holder, where: WorkerFilter, remote: RemoteStacks
 ) -> tuple[list[BreakpointRecord], str | None]:
-    """The workers running a task that nobody holds, or why they could not be listed."""
+    """The workers running a task that are not paused (a held live worker's rank taken from
+    its record), or why they could not be listed."""
     try:
         rows = await remote.dashboard.running_tasks()
     except DashboardError as exc:
         return [], str(exc)
-    records = [running_record(task, worker) for task, worker in rows]
-    return [
-        r for r in records
-        if r.id not in _paused(holder) and where.matches(r)
-        and not (r.task_name or "").startswith("raydap.")  # our own pinned tasks
-    ], None  # fmt: skip
+    paused = _paused(holder)
+    records = []
+    for task, worker in rows:
+        record = running_record(task, worker)
+        held = holder.registry.get(record.id)
+        if held is not None and held.rank is not None:
+            record = record.model_copy(update={"rank": held.rank})
+        if (
+            record.id not in paused
+            and where.matches(record)
+            and not (record.task_name or "").startswith("raydap.")  # our own pinned tasks
+        ):
+            records.append(record)
+    return records, None
 
 
 def _paused(holder: Holder) -> set[str]:
@@ -132,19 +152,21 @@ async def stacks(
     holder: Holder,
     where: WorkerFilter,
     remote: RemoteStacks | None = None,
-    all_threads: bool = False,
+    options: StackOptions = StackOptions(),
 ) -> dict[str, Any]:
-    """``{"tree", "workers", "failed"}`` for the held workers the filter matches and (with
-    ``remote``) every other worker running a task, read in parallel; a worker that cannot be
-    read is listed under ``failed`` with the reason. With ``all_threads``, each thread of a
-    running worker is its own stack, named ``ID/thread``."""
+    """``{"tree", "workers", "failed", "all_frames"}`` for the held workers the filter
+    matches and (with ``remote``) every other worker running a task, read in parallel; a
+    worker that cannot be read is listed under ``failed`` with the reason. With
+    ``all_threads``, each thread of a running worker is its own stack, named ``ID/thread``."""
     paused = _paused(holder)
     held = [r for r in holder.registry.records() if r.id in paused and where.matches(r)]
-    running, unlisted = await _running(holder, where, remote) if remote else ([], None)
+    running, unlisted = await running_workers(holder, where, remote) if remote else ([], None)
     targets = {r.id: Target(r.node_id or "", r.pid or 0) for r in running}
     outcomes, remote_outcomes = await asyncio.gather(
-        asyncio.gather(*(_held_stack(holder, r.id) for r in held), return_exceptions=True),
-        remote.read(targets) if remote else asyncio.sleep(0, {}),
+        asyncio.gather(*(_held_stack(holder, r.id, options) for r in held), return_exceptions=True),
+        remote.read(targets, options.py_spy_flags, IDENTITY_VARIABLES)
+        if remote
+        else asyncio.sleep(0, {}),
     )
     read: dict[str, list[Frame]] = {}
     failed: list[dict[str, str]] = []
@@ -158,17 +180,30 @@ async def stacks(
             failed.append({"id": record.id, "reason": reason})
         else:
             raise outcome
+    shown_running = []
     for record in running:
         found = remote_outcomes.get(record.id, "no answer")
         if isinstance(found, str):
             failed.append({"id": record.id, "reason": found})
-        elif all_threads:
-            read.update({f"{record.id}/{t.name}": t.frames for t in found})
-        else:
-            read[record.id] = main_thread(found, record.pid or 0).frames
+            continue
+        shown_running.append(_with_rank(record, found))
+        main = [main_thread(found.threads, record.pid or 0)]
+        threads = found.threads if options.all_threads else main
+        for thread in threads:
+            key = f"{record.id}/{thread.name}" if options.all_threads else record.id
+            read[key] = thread.frames if options.all_frames else fold(thread.frames)
     shown = {key.split("/", 1)[0] for key in read}
     return {
-        "tree": merge(read).model_dump(),
-        "workers": [r.model_dump(mode="json") for r in (*held, *running) if r.id in shown],
+        "tree": merge(read).model_dump(exclude_none=True),
+        "workers": [r.model_dump(mode="json") for r in (*held, *shown_running) if r.id in shown],
         "failed": failed,
+        "all_frames": options.all_frames,
     }
+
+
+def _with_rank(record: BreakpointRecord, reading: Reading) -> BreakpointRecord:
+    """A running worker's rank from its environment, where its record had none."""
+    if record.rank is not None:
+        return record
+    rank = ranks.rank_from_environment(reading.environment)
+    return record if rank is None else record.model_copy(update={"rank": rank})

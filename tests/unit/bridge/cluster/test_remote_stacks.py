@@ -30,11 +30,17 @@ class Dashboard:
 class Nodes:
     def __init__(self) -> None:
         self.asked: list[str] = []
+        self.flags: list[tuple[str, ...]] = []
 
     async def run_on_node(self, node_id: str, function: Any, *args: Any, timeout: float) -> Any:
         self.asked.append(node_id)
-        pids, _ = args
-        return {pid: {"json": JSON} for pid in pids}
+        pids, _, flags, variables = args
+        self.flags.append(flags)
+        return {pid: {"json": JSON, "env": environment(pid, variables)} for pid in pids}
+
+
+def environment(pid: int, variables: tuple[str, ...]) -> dict[str, Any]:
+    return {"RANK": str(pid), "EVIL": 7} if "RANK" in variables else {}
 
 
 def reader(dashboard: Dashboard, nodes: Nodes) -> RemoteStacks:
@@ -50,17 +56,25 @@ async def test_with_profiling_off_each_node_is_asked_once_and_the_dashboard_not_
     first = await stacks.read(TARGETS)
     await stacks.read(TARGETS)
     assert sorted(nodes.asked) == ["n1", "n1", "n2", "n2"] and dashboard.asked == 1
-    assert [f.path for f in first["w1"][0].frames] == ["/job.py"]  # type: ignore[index,union-attr]
+    assert [f.path for f in first["w1"].threads[0].frames] == ["/job.py"]  # type: ignore[index,union-attr]
 
 
 async def test_with_profiling_on_the_dashboard_answers() -> None:
     dashboard, nodes = Dashboard(TEXT), Nodes()
     outcome = await reader(dashboard, nodes).read(TARGETS)
     assert dashboard.asked == 2 and nodes.asked == []
-    assert outcome["w2"][0].frames[0].function == "wait"  # type: ignore[index,union-attr]
+    assert outcome["w2"].threads[0].frames[0].function == "wait"  # type: ignore[index,union-attr]
 
 
 async def test_a_dashboard_that_cannot_read_the_first_worker_is_not_relied_on() -> None:
     dashboard, nodes = Dashboard(DashboardError("py-spy is not installed")), Nodes()
     outcome = await reader(dashboard, nodes).read(TARGETS)
     assert sorted(nodes.asked) == ["n1", "n2"] and not isinstance(outcome["w1"], str)
+
+
+async def test_locals_and_ranks_are_read_on_the_nodes_even_where_the_dashboard_answers() -> None:
+    """The dashboard's dump has neither locals nor the environment that names a rank."""
+    dashboard, nodes = Dashboard(TEXT), Nodes()
+    outcome = await reader(dashboard, nodes).read(TARGETS, ("--locals",), ("RANK",))
+    assert dashboard.asked == 0 and nodes.flags == [("--locals",), ("--locals",)]
+    assert outcome["w2"].environment == {"RANK": "8"}  # type: ignore[union-attr]  # not EVIL

@@ -1,4 +1,5 @@
-from raydap.bridge.workers.stacks import Frame, merge
+from raydap.bridge.cluster.pyspy import Frame
+from raydap.bridge.workers.stack_tree import innermost_first, merge
 
 
 def frames(*where: tuple[str, int]) -> list[Frame]:
@@ -42,8 +43,6 @@ def test_debugpy_and_py_spy_frames_of_one_line_merge_under_the_fuller_name() -> 
 
 def test_a_post_mortem_stack_is_turned_innermost_first() -> None:
     """debugpy lists the catching frame, then the traceback outermost first."""
-    from raydap.bridge.workers.stacks import innermost_first
-
     listed = [
         Frame(function="execute_task (Current frame)", path="/ray/_raylet.pyx", line=2198),
         Frame(function="execute_task", path="/ray/_raylet.pyx", line=2306),

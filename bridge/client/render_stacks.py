@@ -1,0 +1,127 @@
+"""Plain-text views of merged stacks and hang verdicts for the terminal."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from raydap.bridge.client.render import duration
+
+#: Locals shown per frame, and characters per value.
+SHOWN_LOCALS, VALUE_WIDTH = 12, 60
+
+
+def _short_path(path: str, width: int) -> str:
+    return path if len(path) <= width else "…" + path[-(width - 1) :]
+
+
+def _rank_names(answer: dict[str, Any]) -> dict[str, str]:
+    """``r3``/``r3 critic`` for each worker whose rank or role is known."""
+    names = {}
+    for worker in answer.get("workers", []):
+        rank, role = worker.get("rank"), worker.get("role")
+        if rank is not None or role:
+            names[worker["id"]] = " ".join(
+                p for p in (f"r{rank}" if rank is not None else "", role or "") if p
+            )
+    return names
+
+
+def _members(workers: list[str], names: dict[str, str], shown: int = 4) -> str:
+    """``r0, r1, r2 +1`` or ``1a2b3c, 4d5e6f``: a group, by rank where known."""
+
+    def name(worker: str) -> str:
+        base, _, thread = worker.partition("/")
+        short = names.get(base) or (base[:6] + (f"/{thread}" if thread else ""))
+        return short
+
+    more = f" +{len(workers) - shown}" if len(workers) > shown else ""
+    return ", ".join(name(w) for w in workers[:shown]) + more
+
+
+def _locals_lines(node: dict[str, Any], names: dict[str, str], prefix: str) -> list[str]:
+    """One line per local: its value and which ranks hold it; ``≠`` where ranks differ."""
+    held: dict[str, dict[str, str]] = node.get("locals") or {}
+    variables: dict[str, dict[str, list[str]]] = {}
+    for worker, values in held.items():
+        for variable, value in values.items():
+            variables.setdefault(variable, {}).setdefault(value, []).append(worker)
+    lines = []
+    for variable in list(variables)[:SHOWN_LOCALS]:
+        by_value = variables[variable]
+        differ = "≠ " if len(by_value) > 1 else "  "
+        for value, workers in by_value.items():
+            cut = value if len(value) <= VALUE_WIDTH else value[: VALUE_WIDTH - 1] + "…"
+            who = "" if len(by_value) == 1 else f"  [{_members(workers, names)}]"
+            lines.append(f"{prefix}{differ}{variable} = {cut}{who}")
+    if len(variables) > SHOWN_LOCALS:
+        lines.append(f"{prefix}  … {len(variables) - SHOWN_LOCALS} more (--json has all)")
+    return lines
+
+
+def stack_tree(answer: dict[str, Any]) -> str:
+    """The merged stacks of ``/api/v1/stacks`` as a tree: each frame with its worker count,
+    the ranks (or ids) where a group is small, locals where read; then what could not be
+    read."""
+    tree = answer.get("tree") or {}
+    count = len(tree.get("workers", []))
+    names = _rank_names(answer)
+    lines = (
+        [f"{count} worker{'s' if count != 1 else ''}"] if count else ["no worker is running a task"]
+    )
+    if count and not answer.get("all_frames", True):
+        lines[0] += " (Ray's and Python's own frames folded: --all-frames shows them)"
+
+    def walk(node: dict[str, Any], prefix: str, last: bool) -> None:
+        workers = node.get("workers", [])
+        where = f"{_short_path(str(node.get('path')), 48)}:{node.get('line')}"
+        group = (
+            f"[{len(workers)}: {_members(workers, names)}]"
+            if len(workers) < count or count == 1
+            else f"[{len(workers)}]"
+        )
+        lines.append(f"{prefix}{'└─ ' if last else '├─ '}{node.get('function')}  {where}  {group}")
+        inner = prefix + ("   " if last else "│  ")
+        children = node.get("children", [])
+        lines.extend(_locals_lines(node, names, inner + ("│ " if children else "  ")))
+        for index, child in enumerate(children):
+            walk(child, inner, index == len(children) - 1)
+
+    children = tree.get("children", [])
+    for index, child in enumerate(children):
+        walk(child, "", index == len(children) - 1)
+    for failure in answer.get("failed", []):
+        lines.append(f"not read: {failure.get('id')}: {failure.get('reason')}")
+    return "\n".join(lines)
+
+
+def hang_report(answer: dict[str, Any], now: float | None = None) -> str:
+    """``/api/v1/hangs`` for a person: each job's state, since when, its groups and
+    stragglers."""
+    now = time.time() if now is None else now
+    jobs = answer.get("jobs", [])
+    if answer.get("error"):
+        return f"the watch cannot list running workers: {answer['error']}"
+    if not jobs:
+        watching = answer.get("watching", "live")
+        return f"no watched job is running (watching: {watching}; `raydap hangs --job ID` adds one)"
+    lines = []
+    for job in jobs:
+        if job["state"] == "suspected_hang":
+            still = duration(now - float(job["since"]))
+            lines.append(f"job {job['job']}: SUSPECTED HANG, nothing moved for {still}")
+        else:
+            lines.append(f"job {job['job']}: progressing")
+        lines.append(f"  {job['summary']}")
+        for straggler in job.get("stragglers", []):
+            who = (
+                f"rank {straggler['rank']}"
+                if straggler.get("rank") is not None
+                else straggler["worker"]
+            )
+            role = f" ({straggler['role']})" if straggler.get("role") else ""
+            where = f"{_short_path(straggler['path'], 60)}:{straggler['line']}"
+            lines.append(
+                f"  straggler: {who}{role} {straggler['worker']} in {straggler['function']} {where}"
+            )
+    return "\n".join(lines)

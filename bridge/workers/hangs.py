@@ -1,0 +1,196 @@
+"""Is a job progressing? A verdict from its ranks' stacks sampled over time (sans-I/O).
+
+Like STAT's stack classes over time and Ray Train's hang detector: a job is a
+``suspected_hang`` when none of its sampled ranks' stacks has changed for ``hang_after``
+seconds and at least one of them waits (a collective, a lock, a queue, an event,
+``ray.get``: :func:`.frames.wait_of`). Ranks whose stacks are alike form a group; the
+stragglers are the ranks outside the largest waiting group: "ranks 0-2 wait in all_reduce,
+rank 3 is in fetch_batch".
+
+A stack counts as unchanged when every frame is where it was, the innermost one's line
+aside: a rank that polls (``while not ready: sleep``) is not progressing, and a rank that
+computes moves between functions from one sample to the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from raydap.bridge.cluster.pyspy import Frame
+from raydap.bridge.workers.frames import is_plumbing, wait_of
+
+JobState = Literal["progressing", "suspected_hang"]
+#: A group's frames are given up to this depth (innermost first).
+GROUP_FRAMES = 12
+
+
+@dataclass(frozen=True)
+class RankSample:
+    """One worker's stack at one sample: innermost frame first, plumbing folded."""
+
+    worker: str
+    rank: int | None
+    role: str | None
+    frames: tuple[Frame, ...]
+
+
+class Place(BaseModel):
+    function: str
+    path: str
+    line: int
+
+
+class Group(BaseModel):
+    """Ranks whose stacks are alike, with what they wait on (None: not a wait)."""
+
+    frames: list[Place]
+    ranks: list[int]
+    workers: list[str]
+    wait: str | None = None
+
+
+class Straggler(BaseModel):
+    worker: str
+    rank: int | None
+    role: str | None
+    function: str
+    path: str
+    line: int
+
+
+class Verdict(BaseModel):
+    job: str
+    state: JobState
+    #: When its ranks last moved (a suspected hang: since then; progressing: the last sample).
+    since: float
+    groups: list[Group]
+    stragglers: list[Straggler]
+    #: A line a person reads: ``3 ranks wait in all_reduce; rank 3 is in fetch_batch``.
+    summary: str
+
+
+Signature = tuple[tuple[str, str, int], ...]
+
+
+def signature(frames: Sequence[Frame]) -> Signature:
+    """Where a stack is, its innermost line left out (a polling loop stays put)."""
+    return tuple(
+        (f.path, f.function.split(".")[-1], 0 if i == 0 else f.line) for i, f in enumerate(frames)
+    )
+
+
+def _place(frame: Frame) -> Place:
+    return Place(function=frame.function, path=frame.path, line=frame.line)
+
+
+def _own_frame(frames: Sequence[Frame]) -> Frame | None:
+    """The innermost frame of the job's own (or its libraries') code."""
+    return next((f for f in frames if not is_plumbing(f)), frames[0] if frames else None)
+
+
+def _who(sample: RankSample) -> str:
+    return f"rank {sample.rank}" if sample.rank is not None else f"worker {sample.worker}"
+
+
+class JobWatch:
+    """One job's ranks over time."""
+
+    def __init__(self, job: str) -> None:
+        self.job = job
+        self._seen: dict[str, tuple[Signature, float]] = {}
+
+    def observe(self, samples: Sequence[RankSample], now: float, hang_after: float) -> Verdict:
+        seen: dict[str, tuple[Signature, float]] = {}
+        for sample in samples:
+            where = signature(sample.frames)
+            before = self._seen.get(sample.worker)
+            seen[sample.worker] = before if before and before[0] == where else (where, now)
+        self._seen = seen  # a worker that left is forgotten
+        last_moved = max((at for _, at in seen.values()), default=now)
+        groups = _groups(samples)
+        waiting = [g for g in groups if g.wait is not None]
+        stalled = bool(samples) and now - last_moved >= hang_after and bool(waiting)
+        stragglers: list[Straggler] = []
+        if stalled:
+            largest = set(max(waiting, key=lambda g: len(g.workers)).workers)
+            for sample in samples:
+                frame = _own_frame(sample.frames)
+                if sample.worker not in largest and frame is not None:
+                    stragglers.append(Straggler(
+                        worker=sample.worker, rank=sample.rank, role=sample.role,
+                        function=frame.function, path=frame.path, line=frame.line,
+                    ))  # fmt: skip
+        return Verdict(
+            job=self.job,
+            state="suspected_hang" if stalled else "progressing",
+            since=last_moved if stalled else now,
+            groups=groups,
+            stragglers=sorted(stragglers, key=lambda s: (s.rank is None, s.rank or 0, s.worker)),
+            summary=_summary(groups, samples, stalled),
+        )
+
+
+def _groups(samples: Sequence[RankSample]) -> list[Group]:
+    alike: dict[Signature, list[RankSample]] = {}
+    for sample in samples:
+        alike.setdefault(signature(sample.frames), []).append(sample)
+    groups = []
+    for members in alike.values():
+        frames = members[0].frames
+        wait = wait_of(frames)
+        groups.append(Group(
+            frames=[_place(f) for f in frames[:GROUP_FRAMES]],
+            ranks=sorted(m.rank for m in members if m.rank is not None),
+            workers=sorted(m.worker for m in members),
+            wait=None if wait is None else wait.name,
+        ))  # fmt: skip
+    return sorted(groups, key=lambda g: (-len(g.workers), g.workers))
+
+
+def _summary(groups: Sequence[Group], samples: Sequence[RankSample], stalled: bool) -> str:
+    if not samples:
+        return "no rank is running"
+    by_worker = {s.worker: s for s in samples}
+    parts = []
+    for group in groups:
+        members = [by_worker[w] for w in group.workers]
+        who = _who(members[0]) if len(members) == 1 else f"{len(members)} ranks"
+        frame = _own_frame(members[0].frames)
+        where = frame.function if frame else "?"
+        verb = "wait" if len(members) > 1 else "waits"
+        parts.append(f"{who} {verb} in {group.wait}" if group.wait else f"{who} in {where}")
+    return ("no progress: " if stalled else "") + "; ".join(parts)
+
+
+class HangJudge:
+    """Every watched job's :class:`JobWatch`, and their latest verdicts."""
+
+    def __init__(self, hang_after: float) -> None:
+        self.hang_after = hang_after
+        self._jobs: dict[str, JobWatch] = {}
+        self.verdicts: dict[str, Verdict] = {}
+
+    def observe(self, job: str, samples: Sequence[RankSample], now: float) -> Verdict:
+        watch = self._jobs.setdefault(job, JobWatch(job))
+        verdict = watch.observe(samples, now, self.hang_after)
+        self.verdicts[job] = verdict
+        return verdict
+
+    def forget(self, job: str) -> None:
+        self._jobs.pop(job, None)
+        self.verdicts.pop(job, None)
+
+    def jobs(self) -> list[str]:
+        return list(self._jobs)
+
+
+def news(before: Verdict | None, after: Verdict) -> bool:
+    """Whether a verdict is worth announcing: the state or the stragglers changed."""
+    if before is None:
+        return after.state == "suspected_hang"
+    stragglers = [s.worker for s in before.stragglers] != [s.worker for s in after.stragglers]
+    return before.state != after.state or stragglers

@@ -1,0 +1,62 @@
+"""The hang verdict over samples in time: four ranks, three in all_reduce, one apart."""
+
+from raydap.bridge.cluster.pyspy import Frame
+from raydap.bridge.workers.hangs import HangJudge, RankSample, news
+
+C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
+
+
+def at(*frames: tuple[str, str, int]) -> tuple[Frame, ...]:
+    return tuple(Frame(function=f, path=p, line=n) for f, p, n in frames)
+
+
+REDUCING = at(("all_reduce", C10D, 2800), ("train_step", "/job/train.py", 30))
+FETCHING = at(("fetch_batch", "/job/train.py", 12), ("train_step", "/job/train.py", 26))
+POLLING = at(("fetch_batch", "/job/train.py", 13), ("train_step", "/job/train.py", 26))
+COMPUTING = at(("forward", "/job/model.py", 40), ("train_step", "/job/train.py", 28))
+
+
+def ranks(*stacks: tuple[Frame, ...]) -> list[RankSample]:
+    return [RankSample(f"w{i}", i, None, frames) for i, frames in enumerate(stacks)]
+
+
+def test_still_ranks_one_waiting_are_a_suspected_hang_naming_the_straggler() -> None:
+    judge = HangJudge(hang_after=60)
+    first = judge.observe("job", ranks(REDUCING, REDUCING, REDUCING, FETCHING), now=100)
+    assert first.state == "progressing" and not first.stragglers
+    # rank 3 polls in fetch_batch: its innermost line moves, it does not progress
+    later = judge.observe("job", ranks(REDUCING, REDUCING, REDUCING, POLLING), now=161)
+    assert later.state == "suspected_hang" and later.since == 100
+    [straggler] = later.stragglers
+    assert (straggler.rank, straggler.function, straggler.line) == (3, "fetch_batch", 13)
+    largest = later.groups[0]
+    assert largest.ranks == [0, 1, 2] and largest.wait == "all_reduce"
+    assert later.summary == "no progress: 3 ranks wait in all_reduce; rank 3 in fetch_batch"
+    assert news(first, later) and not news(later, later)
+
+
+def test_a_job_that_makes_progress_is_never_hung() -> None:
+    judge = HangJudge(hang_after=10)
+    for step in range(20):  # a rank moves between compute and all_reduce each sample
+        moving = COMPUTING if step % 2 else REDUCING
+        verdict = judge.observe("job", ranks(REDUCING, moving), now=step * 5.0)
+        assert verdict.state == "progressing"
+
+
+def test_still_ranks_that_wait_on_nothing_known_are_not_called_hung() -> None:
+    judge = HangJudge(hang_after=10)
+    judge.observe("job", ranks(COMPUTING, FETCHING), now=0)
+    assert judge.observe("job", ranks(COMPUTING, FETCHING), now=60).state == "progressing"
+
+
+def test_a_new_rank_counts_as_movement_and_a_rank_that_left_is_forgotten() -> None:
+    judge = HangJudge(hang_after=10)
+    judge.observe("job", ranks(REDUCING, REDUCING), now=0)
+    assert judge.observe("job", ranks(REDUCING, REDUCING, FETCHING), now=11).state == (
+        "progressing"
+    )
+    assert judge.observe("job", ranks(REDUCING, REDUCING, FETCHING), now=22).state == (
+        "suspected_hang"
+    )
+    judge.forget("job")
+    assert judge.verdicts == {} and judge.jobs() == []
