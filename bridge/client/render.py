@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from raydap.bridge.workers.ranks import describe
+
 
 def duration(seconds: float) -> str:
     seconds = max(0, int(seconds))
@@ -36,6 +38,7 @@ def breakpoint_rows(records: list[dict[str, Any]], now: float | None = None) -> 
                 kind,
                 r.get("job_id") or "-",
                 r.get("task_name") or "-",
+                describe(r.get("rank"), r.get("role")) or "-",
                 r.get("node_ip") or "-",
                 str(r.get("pid") or "-"),
                 f"{_short_path(where['path'])}:{where['line']}" if where else "-",
@@ -47,7 +50,7 @@ def breakpoint_rows(records: list[dict[str, Any]], now: float | None = None) -> 
     return rows
 
 
-HEADERS = ["ID", "KIND", "JOB", "TASK", "NODE", "PID", "LOCATION", "FUNCTION", "PAUSED", "CLIENTS"]
+HEADERS = ["ID", "KIND", "JOB", "TASK", "RANK", "NODE", "PID", "LOCATION", "FUNCTION", "PAUSED", "CLIENTS"]
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:

@@ -1,0 +1,61 @@
+"""Four Ray actors in one torch.distributed (gloo) process group train a tiny model, in a job
+made live by raydap's hook. Rank 3 is stuck in its data loader before the gradient all_reduce
+until a debugger sets ``ready``; ranks 0-2 wait for it inside all_reduce. Each rank returns
+the sum of its averaged gradients, which is the same on every rank once they all took part."""
+
+import os
+import socket
+import time
+
+import ray
+
+ray.init(runtime_env={"worker_process_setup_hook": "raydap.live.setup"})
+print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@ray.remote(num_cpus=0.25)
+class Rank:
+    def __init__(self):
+        import torch
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")  # RANK, WORLD_SIZE, MASTER_ADDR/PORT from env_vars
+        torch.manual_seed(0)
+        self.model = torch.nn.Linear(4, 1)
+
+    def fetch_batch(self, step):
+        import torch
+
+        ready = os.environ["RANK"] != "3"
+        while not ready:
+            time.sleep(0.05)  # BREAK fetch
+        return torch.full((8, 4), float(step + int(os.environ["RANK"])))
+
+    def train(self, steps):
+        import torch.distributed as dist
+
+        for step in range(steps):
+            batch = self.fetch_batch(step)
+            self.model.zero_grad()
+            self.model(batch).sum().backward()
+            grad = self.model.weight.grad
+            dist.all_reduce(grad)  # BREAK reduce
+            grad /= dist.get_world_size()
+            after = float(grad.sum())  # BREAK after
+        return round(after, 3)
+
+
+port = str(free_port())
+ranks = [
+    Rank.options(runtime_env={"env_vars": {
+        "RANK": str(rank), "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+    }}).remote()
+    for rank in range(4)
+]  # fmt: skip
+print("RESULT", ray.get([r.train.remote(1) for r in ranks]), flush=True)

@@ -1,0 +1,212 @@
+"""A hung torch.distributed job, diagnosed as a person would: four gloo ranks on a real Ray
+head, rank 3 stuck in its data loader before the gradient all_reduce. The stacks name the
+ranks and show what rank 3 holds without pausing it, the watch calls the job a suspected hang
+with rank 3 the straggler, a pause of a rank inside all_reduce answers pending at once and is
+kept: once rank 3 is freed through DAP, the collective completes and rank 0 stops."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raydap.bridge.client.local_ray import LocalRay
+from tests.conftest import Connect
+from tests.e2e.conftest import (
+    BridgeProcess,
+    Job,
+    break_line,
+    require_ptrace,
+    start_bridge,
+    start_job,
+    stop_bridge,
+    stop_job,
+)
+
+HANG_AFTER = 4.0
+
+
+def nodes(tree: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for child in tree["children"]:
+        yield child
+        yield from nodes(child)
+
+
+@pytest.fixture(scope="module")
+def watching_bridge(
+    ray_head: LocalRay, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BridgeProcess]:
+    """A bridge whose hang watch samples every second and calls 4 s of stillness a hang."""
+    log = tmp_path_factory.mktemp("hangs") / "bridge.log"
+    args = ["--address", ray_head.address, "--hang-after", str(HANG_AFTER),
+            "--hang-sample-interval", "1"]  # fmt: skip
+    running = start_bridge(args, log)
+    yield running
+    stop_bridge(running)
+
+
+@pytest.fixture
+def gloo_job(ray_head: LocalRay) -> Iterator[Job]:
+    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
+    job = start_job(ray_head.address, "gloo_hang.py")
+    yield job
+    stop_job(job)
+
+
+def until(check: Any, timeout: float, what: str, bridge: BridgeProcess) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.3)
+    raise AssertionError(
+        f"{what} within {timeout} s; last: {last}\n{bridge.log.read_text()[-3000:]}"
+    )
+
+
+def post(bridge: BridgeProcess, path: str) -> tuple[int, Any]:
+    """A POST's status and JSON answer, whatever the status."""
+    try:
+        with urllib.request.urlopen(bridge._request(path, b"{}", "POST"), timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
+    watching_bridge: BridgeProcess, gloo_job: Job, dap_connect: Connect
+) -> None:
+    require_ptrace()
+    bridge, job = watching_bridge, gloo_job
+
+    def hung_stacks() -> dict[str, Any] | None:
+        answer = bridge.get(f"/api/v1/stacks?job={job.job_id}&locals=1")
+        reducing = [n for n in nodes(answer["tree"]) if n["function"] == "all_reduce"]
+        fetching = [n for n in nodes(answer["tree"]) if n["function"].endswith("fetch_batch")]
+        if (
+            len(answer["workers"]) == 4
+            and reducing
+            and len(reducing[0]["workers"]) == 3
+            and fetching
+        ):
+            return answer
+        return None
+
+    answer = until(hung_stacks, 120, "stacks of 4 ranks, 3 in all_reduce", bridge)
+    ranks = {w["id"]: w["rank"] for w in answer["workers"]}
+    assert sorted(ranks.values()) == [0, 1, 2, 3]
+    [reducing] = [n for n in nodes(answer["tree"]) if n["function"] == "all_reduce"]
+    assert reducing["path"].endswith("torch/distributed/distributed_c10d.py")
+    assert sorted(ranks[w] for w in reducing["workers"]) == [0, 1, 2]
+    [fetching] = [n for n in nodes(answer["tree"]) if n["function"].endswith("fetch_batch")]
+    [straggler_id] = fetching["workers"]
+    assert ranks[straggler_id] == 3
+    assert fetching["locals"][straggler_id]["step"] == "0"  # read without pausing it
+    assert fetching["locals"][straggler_id]["ready"] == "False"
+    # Ray's frames are folded: the outermost frames shown are the job's own
+    assert {n["function"] for n in answer["tree"]["children"]} == {"Rank.train"}
+    printed = subprocess.run(
+        [sys.executable, "-m", "raydap.bridge", "stacks", "--job", job.job_id, "--locals"],
+        capture_output=True, text=True, timeout=60, env=dict(os.environ, RAYDAP_URL=bridge.url,
+                                                              RAYDAP_TOKEN=bridge.token),
+    ).stdout  # fmt: skip
+    assert "[3: r0, r1, r2]" in printed and "[1: r3]" in printed, printed
+    assert "ready = False" in printed
+
+    # The watch: a suspected hang, rank 3 the straggler, within --hang-after + 10 s of now
+    def verdict() -> dict[str, Any] | None:
+        jobs = bridge.get("/api/v1/hangs")["jobs"]
+        return next(
+            (j for j in jobs if j["job"] == job.job_id and j["state"] == "suspected_hang"), None
+        )
+
+    hung = until(verdict, HANG_AFTER + 10, "a suspected hang", bridge)
+    [straggler] = hung["stragglers"]
+    assert (straggler["rank"], straggler["worker"]) == (3, straggler_id)
+    assert straggler["function"].endswith("fetch_batch") and straggler["path"].endswith(
+        "gloo_hang.py"
+    )
+    assert hung["groups"][0]["ranks"] == [0, 1, 2] and hung["groups"][0]["wait"] == "all_reduce"
+    with urllib.request.urlopen(bridge._request("/metrics"), timeout=10) as answer:
+        exposed = answer.read().decode()
+    assert f'raydap_job_suspected_hang{{job="{job.job_id}"}} 1.0' in exposed
+
+    # Pause rank 0, inside all_reduce: answered at once, pending, saying where it waits
+    [rank0] = [w for w, r in ranks.items() if r == 0]
+    started = time.monotonic()
+    status, pending = post(bridge, f"/api/v1/workers/{rank0}/pause")
+    assert status == 202 and pending["pending"] is True, pending
+    assert time.monotonic() - started < 10
+    assert "all_reduce" in pending["reason"] and "distributed_c10d.py" in pending["reason"]
+
+    # Pause rank 3 (it runs Python: paused at once), free it through DAP, let it go on
+    paused = bridge.post(f"/api/v1/workers/{straggler_id}/pause")["paused"]
+    assert paused["rank"] == 3
+
+    async def free_rank_3() -> None:
+        client = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await client.attach(breakpoint=straggler_id, token=bridge.token)
+        stopped = await client.wait_event("stopped", timeout=30)
+        thread = stopped.body["threadId"]
+        trace = await client.request("stackTrace", {"threadId": thread})
+        [frame] = [f for f in trace.body["stackFrames"] if f["name"].endswith("fetch_batch")]
+        await client.request(
+            "evaluate", {"expression": "ready = True", "frameId": frame["id"], "context": "repl"}
+        )
+        await client.request("continue", {"threadId": thread})
+        await client.close()
+
+    await free_rank_3()
+
+    # The collective completes, and rank 0 stops right after it, as promised
+    def rank0_paused() -> dict[str, Any] | None:
+        return next((r for r in bridge.records(job.job_id) if r["id"] == rank0
+                     and r["state"] == "paused" and r["location"]), None)  # fmt: skip
+
+    stopped = until(rank0_paused, 60, "rank 0 paused after all_reduce", bridge)
+    assert stopped["rank"] == 0
+    # It stops as all_reduce returns (debugpy's first event there), the collective done: the
+    # other three ranks finished their task and run nothing any more.
+    where = stopped["location"]
+    assert (where["function"], where["path"].endswith("distributed_c10d.py")) == (
+        "all_reduce",
+        True,
+    ) or (where["function"] == "train" and where["line"] > break_line("gloo_hang.py", "reduce"))
+    after = bridge.get(f"/api/v1/stacks?job={job.job_id}")
+    assert [w["id"] for w in after["workers"]] == [rank0], after
+    bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
+    result = job.result(timeout=60)
+    values = [float(v) for v in result.strip("[]").split(",")]
+    assert len(values) == 4 and len(set(values)) == 1  # every rank took part in all_reduce
+
+
+def test_a_verl_colocated_group_is_named_by_rank_and_role(
+    bridge: BridgeProcess, ray_head: LocalRay, tmp_path: Path
+) -> None:
+    job = start_job(ray_head.address, "verl_roles.py")
+    try:
+        records = bridge.wait_records(
+            job.job_id, 2, where=lambda r: r["state"] == "paused" and r["role"] is not None
+        )
+        assert sorted((r["rank"], r["role"]) for r in records) == [(0, "critic"), (1, "critic")]
+        assert all(r["task_name"] == "WorkerDict.critic_compute_values" for r in records)
+        listed = subprocess.run(
+            [sys.executable, "-m", "raydap.bridge", "list"], capture_output=True, text=True,
+            timeout=60, env=dict(os.environ, RAYDAP_URL=bridge.url, RAYDAP_TOKEN=bridge.token),
+        ).stdout  # fmt: skip
+        assert "rank 1 (critic)" in listed, listed
+        bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
+        assert job.result() == "[0, 10]"
+    finally:
+        stop_job(job)
