@@ -388,6 +388,10 @@ async def p6_stacks(ray: str, ranks: int, rounds: int) -> dict[str, Any]:
             first = time.perf_counter() - start
             warm = [await timed(lambda: asyncio.to_thread(http, url + "/api/v1/stacks"))
                     for _ in range(rounds)]  # fmt: skip
+            with_locals = [
+                await timed(lambda: asyncio.to_thread(http, url + "/api/v1/stacks?locals=1"))
+                for _ in range(rounds)
+            ]
             rank_id = answer["tree"]["workers"][0]
             pauses = []
             start = time.perf_counter()
@@ -398,6 +402,7 @@ async def p6_stacks(ray: str, ranks: int, rounds: int) -> dict[str, Any]:
         "ranks": ranks,
         "first_s": round(first, 3),
         "warm": ms(warm),
+        "locals": ms(with_locals),
         "pause": ms(pauses),
         "rss_mb": round(rss, 1),
         "peak_rss_mb": round(peak, 1),
@@ -679,6 +684,8 @@ def _p6_real(p6: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         (f"P6 stacks of {p6['ranks']} real ranks (first; joins Ray)", f"{p6['first_s']} s",
          "-", True),
         (f"P6 stacks of {p6['ranks']} real ranks p50", f"{p6['warm']['p50_ms']} ms", "-", True),
+        (f"P6 stacks with locals of {p6['ranks']} real ranks p50",
+         f"{p6['locals']['p50_ms']} ms", "-", True),
         ("P6 outside pause -> listed as paused", f"{p6['pause']['p50_ms']} ms", "-", True),
     ]  # fmt: skip
 

@@ -50,7 +50,9 @@ def breakpoint_rows(records: list[dict[str, Any]], now: float | None = None) -> 
     return rows
 
 
-HEADERS = ["ID", "KIND", "JOB", "TASK", "RANK", "NODE", "PID", "LOCATION", "FUNCTION", "PAUSED", "CLIENTS"]
+HEADERS = [
+    "ID", "KIND", "JOB", "TASK", "RANK", "NODE", "PID", "LOCATION", "FUNCTION", "PAUSED", "CLIENTS",
+]  # fmt: skip
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:

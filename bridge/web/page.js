@@ -65,9 +65,41 @@ $('logout').addEventListener('click', async () => {
 
 // -- workers ----------------------------------------------------------------------------------
 
-function taskName(record) {
-  return record.task_name || (record.kind === 'legacy-pdb' ? 'legacy pdb' : 'worker');
+function rankText(record) {
+  if (record.rank === null || record.rank === undefined) return record.role || '';
+  return record.role ? `rank ${record.rank} (${record.role})` : `rank ${record.rank}`;
 }
+
+function taskName(record) {
+  const name = record.task_name || (record.kind === 'legacy-pdb' ? 'legacy pdb' : 'worker');
+  const rank = rankText(record);
+  return rank ? `${rank} ${name}` : name;
+}
+
+// -- hangs: a banner while a watched job is a suspected hang ---------------------------------
+
+const hungJobs = new Map();
+
+function showHang(verdict) {
+  if (verdict.state === 'suspected_hang') hungJobs.set(verdict.job, verdict);
+  else hungJobs.delete(verdict.job);
+  const first = hungJobs.values().next().value;
+  $('hang-banner').hidden = !first;
+  if (!first) return;
+  const stragglers = first.stragglers.slice(0, 3).map((s) =>
+    `${s.rank === null ? s.worker : `rank ${s.rank}`}${s.role ? ` (${s.role})` : ''} in ${s.function}`).join(', ');
+  $('hang-text').textContent = `Job ${first.job} looks hung: ${first.summary}` +
+    (stragglers ? `. Straggler: ${stragglers}` : '');
+  $('hang-stacks').dataset.job = first.job;
+}
+
+$('hang-stacks').addEventListener('click', () => {
+  const job = $('hang-stacks').dataset.job;
+  const select = $('job-filter');
+  if (![...select.options].some((o) => o.value === job)) select.append(el('option', { value: job, text: job }));
+  select.value = job;
+  selectTab('stacks');
+});
 
 function since(seconds) {
   const s = Math.max(0, Math.floor(Date.now() / 1000 - seconds));
@@ -164,7 +196,13 @@ function watch() {
   events = new WebSocket(`${scheme}://${location.host}/api/v1/events`);
   events.onmessage = (message) => {
     const change = JSON.parse(message.data);
+    if (change.kind === 'hang') {
+      showHang(change.verdict);
+      return;
+    }
     if (change.kind === 'snapshot') {
+      hungJobs.clear();
+      showHang({ job: '', state: 'progressing' });
       records.clear();
       for (const record of change.records) records.set(record.id, record);
     } else if (change.kind === 'removed') {

@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,3 +211,23 @@ def run_job(ray_head: LocalRay) -> Iterator[Callable[[str], Job]]:
     yield run
     for job in jobs:
         stop_job(job)
+
+
+#: Debian's Chromium, which Playwright drives (it never downloads a browser of its own).
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[object]:
+    if not CHROMIUM.exists():  # noqa: ASYNC240
+        if os.environ.get("RAYDAP_REQUIRE_EDITOR_TESTS"):
+            pytest.fail(f"no Chromium at {CHROMIUM} (make e2e-tools installs it)")
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        yield launched
+        await launched.close()

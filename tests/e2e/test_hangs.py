@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from raydap.bridge.client.local_ray import LocalRay
@@ -31,6 +32,7 @@ from tests.e2e.conftest import (
     stop_bridge,
     stop_job,
 )
+from tests.e2e.test_websockets import ws
 
 HANG_AFTER = 4.0
 
@@ -42,12 +44,19 @@ def nodes(tree: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
+def hang_head() -> Iterator[LocalRay]:
+    """A Ray head of this module's own: the shared one's bridge would hold these workers too."""
+    with LocalRay(num_cpus=8) as head:
+        yield head
+
+
+@pytest.fixture(scope="module")
 def watching_bridge(
-    ray_head: LocalRay, tmp_path_factory: pytest.TempPathFactory
+    hang_head: LocalRay, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[BridgeProcess]:
     """A bridge whose hang watch samples every second and calls 4 s of stillness a hang."""
     log = tmp_path_factory.mktemp("hangs") / "bridge.log"
-    args = ["--address", ray_head.address, "--hang-after", str(HANG_AFTER),
+    args = ["--address", hang_head.address, "--hang-after", str(HANG_AFTER),
             "--hang-sample-interval", "1"]  # fmt: skip
     running = start_bridge(args, log)
     yield running
@@ -55,9 +64,9 @@ def watching_bridge(
 
 
 @pytest.fixture
-def gloo_job(ray_head: LocalRay) -> Iterator[Job]:
+def gloo_job(hang_head: LocalRay) -> Iterator[Job]:
     pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
-    job = start_job(ray_head.address, "gloo_hang.py")
+    job = start_job(hang_head.address, "gloo_hang.py")
     yield job
     stop_job(job)
 
@@ -85,7 +94,7 @@ def post(bridge: BridgeProcess, path: str) -> tuple[int, Any]:
 
 
 async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
-    watching_bridge: BridgeProcess, gloo_job: Job, dap_connect: Connect
+    watching_bridge: BridgeProcess, gloo_job: Job, dap_connect: Connect, browser: object
 ) -> None:
     require_ptrace()
     bridge, job = watching_bridge, gloo_job
@@ -124,14 +133,26 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
     assert "[3: r0, r1, r2]" in printed and "[1: r3]" in printed, printed
     assert "ready = False" in printed
 
-    # The watch: a suspected hang, rank 3 the straggler, within --hang-after + 10 s of now
+    # The watch: a suspected hang, announced on the events feed within --hang-after + 10 s
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(ws(bridge, "/api/v1/events"), headers=bridge.auth) as feed,
+    ):
+        announced = None
+        deadline = time.monotonic() + HANG_AFTER + 10
+        while announced is None:
+            message = await feed.receive_json(timeout=max(0.1, deadline - time.monotonic()))
+            if message["kind"] == "hang" and message["verdict"]["job"] == job.job_id:
+                announced = message
+    assert announced["type"] == "hang" and announced["verdict"]["state"] == "suspected_hang"
+
     def verdict() -> dict[str, Any] | None:
         jobs = bridge.get("/api/v1/hangs")["jobs"]
         return next(
             (j for j in jobs if j["job"] == job.job_id and j["state"] == "suspected_hang"), None
         )
 
-    hung = until(verdict, HANG_AFTER + 10, "a suspected hang", bridge)
+    hung = until(verdict, 5, "the suspected hang listed", bridge)
     [straggler] = hung["stragglers"]
     assert (straggler["rank"], straggler["worker"]) == (3, straggler_id)
     assert straggler["function"].endswith("fetch_batch") and straggler["path"].endswith(
@@ -141,6 +162,20 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
     with urllib.request.urlopen(bridge._request("/metrics"), timeout=10) as answer:
         exposed = answer.read().decode()
     assert f'raydap_job_suspected_hang{{job="{job.job_id}"}} 1.0' in exposed
+
+    # The web page: a banner naming the straggler, and the job's stacks one click away
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    banner = page.get_by_role("alert").filter(has_text="looks hung")
+    await expect(banner).to_contain_text(f"Job {job.job_id}", timeout=20_000)
+    await expect(banner).to_contain_text("rank 3 in Rank.fetch_batch")
+    await page.get_by_role("button", name="Show stacks").click()
+    merged = page.get_by_role("tree", name="Merged stacks")
+    await expect(merged).to_contain_text("all_reduce", timeout=60_000)
+    await page.close()
 
     # Pause rank 0, inside all_reduce: answered at once, pending, saying where it waits
     [rank0] = [w for w, r in ranks.items() if r == 0]
@@ -183,8 +218,12 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
         "all_reduce",
         True,
     ) or (where["function"] == "train" and where["line"] > break_line("gloo_hang.py", "reduce"))
-    after = bridge.get(f"/api/v1/stacks?job={job.job_id}")
-    assert [w["id"] for w in after["workers"]] == [rank0], after
+
+    def only_rank0_left() -> bool:  # the dashboard reports finished tasks a moment later
+        after = bridge.get(f"/api/v1/stacks?job={job.job_id}")
+        return [w["id"] for w in after["workers"]] == [rank0]
+
+    until(only_rank0_left, 30, "ranks 1-3 finished past all_reduce", bridge)
     bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
     result = job.result(timeout=60)
     values = [float(v) for v in result.strip("[]").split(",")]

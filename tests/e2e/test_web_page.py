@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,23 +13,6 @@ import pytest
 from tests.e2e.conftest import BridgeProcess, Job, break_line
 
 pytestmark = pytest.mark.e2e
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[object]:
-    if not CHROMIUM.exists():  # noqa: ASYNC240
-        if os.environ.get("RAYDAP_REQUIRE_EDITOR_TESTS"):
-            pytest.fail(f"no Chromium at {CHROMIUM} (make e2e-tools installs it)")
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        yield launched
-        await launched.close()
 
 
 async def test_the_page_shows_four_ranks_merges_their_stacks_evaluates_and_continues(

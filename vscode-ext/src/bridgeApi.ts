@@ -10,6 +10,12 @@ import { endpoints } from './settings';
 
 export type FailureReason = 'unreachable' | 'unauthorized' | 'forbidden' | 'rejected';
 
+/** A pause that is requested but not yet done: where the worker waits. */
+export interface PendingPause {
+  pending: true;
+  reason: string;
+}
+
 export class BridgeError extends Error {
   constructor(
     readonly reason: FailureReason,
@@ -85,11 +91,17 @@ export class BridgeApi {
     }
   }
 
-  /** Pause a running worker where it is (no breakpoint needed); it is then listed as paused. */
-  async pause(id: string): Promise<WorkerRecord> {
+  /**
+   * Pause a running worker where it is (no breakpoint needed); it is then listed as paused. A
+   * worker blocked in native code (a collective) answers pending: it pauses when that call returns.
+   */
+  async pause(id: string): Promise<WorkerRecord | PendingPause> {
     const body = (await this.call('POST', `/api/v1/workers/${encodeURIComponent(id)}/pause`, {}, 120_000)) as {
       paused?: unknown;
+      pending?: unknown;
+      reason?: unknown;
     };
+    if (body.pending === true) return { pending: true, reason: typeof body.reason === 'string' ? body.reason.slice(0, 1000) : '' };
     return parseRecord(body.paused);
   }
 

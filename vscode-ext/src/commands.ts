@@ -63,7 +63,9 @@ export function registerCommands(
         { location: { viewId: node?.type === 'worker' ? 'raydap.workers' : 'raydap.stacks' }, title: `Pausing ${id}` },
         () => act(() => connection.api().then((api) => api.pause(id))),
       );
-      if (paused) {
+      if (paused && 'pending' in paused) {
+        void vscode.window.showInformationMessage(`raydap: pause of ${id} requested: ${paused.reason}`);
+      } else if (paused) {
         void vscode.window.showInformationMessage(`raydap: ${workerTitle(paused)} (pid ${paused.pid ?? '?'}) is paused: attach from the Ray view`);
       }
     },

@@ -9,7 +9,7 @@ import * as vscode from 'vscode';
 import { BridgeApi } from './bridgeApi';
 import { findConnection } from './connectionFile';
 import { EventStream, type StreamState } from './eventStream';
-import type { WorkerRecord } from './records';
+import type { HangVerdict, WorkerRecord } from './records';
 import { ConfigError, DEFAULT_SETTINGS, readSettings, type Settings } from './settings';
 
 const TOKEN_KEY = 'raydap.token';
@@ -88,9 +88,23 @@ export class Connection implements vscode.Disposable {
       }
       const list = [...records.values()];
       for (const listener of this.listeners) listener(list, state);
-    });
+    }, undefined, undefined, (verdict) => this.announceHang(verdict));
     for (const listener of this.listeners) listener([], this.stream.state);
     this.stream.start();
+  }
+
+  /** A job newly suspected hung: say so, naming its stragglers, and offer its merged stacks. */
+  private announceHang(verdict: HangVerdict): void {
+    this.log.appendLine(`job ${verdict.job}: ${verdict.state} (${verdict.summary})`);
+    if (verdict.state !== 'suspected_hang') return;
+    const stragglers = verdict.stragglers
+      .slice(0, 3)
+      .map((s) => `${s.rank === null ? s.worker : `rank ${s.rank}`}${s.role ? ` (${s.role})` : ''} in ${s.function}`)
+      .join(', ');
+    const text = `Ray job ${verdict.job} looks hung: ${verdict.summary}${stragglers ? `. Straggler: ${stragglers}` : ''}`;
+    void vscode.window.showWarningMessage(text, 'Show Stacks').then((choice) => {
+      if (choice === 'Show Stacks') void vscode.commands.executeCommand('raydap.showStacks', { type: 'job', jobId: verdict.job });
+    });
   }
 
   dispose(): void {

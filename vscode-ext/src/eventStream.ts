@@ -7,7 +7,7 @@
 import WebSocket from 'ws';
 
 import { describe } from './bridgeApi';
-import { applyEvent, parseEvent, type WorkerRecord } from './records';
+import { applyEvent, parseEvent, type HangVerdict, type WorkerRecord } from './records';
 import { endpoints } from './settings';
 
 export type StreamState =
@@ -37,6 +37,7 @@ export class EventStream {
     private readonly listener: StreamListener,
     private readonly minDelayMs = 500,
     private readonly maxDelayMs = 10_000,
+    private readonly onHang: (verdict: HangVerdict) => void = () => undefined,
   ) {
     this.delayMs = minDelayMs;
   }
@@ -87,7 +88,12 @@ export class EventStream {
     });
     socket.on('message', (data) => {
       try {
-        applyEvent(this.records, parseEvent(JSON.parse(data.toString())));
+        const event = parseEvent(JSON.parse(data.toString()));
+        if (event.kind === 'hang') {
+          this.onHang(event.verdict);
+          return;
+        }
+        applyEvent(this.records, event);
       } catch (error) {
         // A message we cannot read means our picture may be wrong: start again from a snapshot.
         socket.terminate();

@@ -31,12 +31,24 @@ export interface WorkerRecord {
   error: string | null;
   /** A `raydap.live` worker: held while it runs (state `running`), paused on demand. */
   live: boolean;
+  /** Its rank in the job (torch.distributed, Ray Train, verl) and role (verl), where known. */
+  rank: number | null;
+  role: string | null;
+}
+
+/** A watched job's hang verdict, as the events WebSocket announces a new one. */
+export interface HangVerdict {
+  job: string;
+  state: 'progressing' | 'suspected_hang';
+  summary: string;
+  stragglers: { worker: string; rank: number | null; role: string | null; function: string; path: string; line: number }[];
 }
 
 /** One message of `/api/v1/events`: every record first, then one change at a time. */
 export type BridgeEvent =
   | { kind: 'snapshot'; records: WorkerRecord[] }
-  | { kind: 'added' | 'updated' | 'removed'; record: WorkerRecord };
+  | { kind: 'added' | 'updated' | 'removed'; record: WorkerRecord }
+  | { kind: 'hang'; verdict: HangVerdict };
 
 export class InvalidRecord extends Error {}
 
@@ -121,6 +133,33 @@ export function parseRecord(value: unknown): WorkerRecord {
     clients: raw.clients === undefined ? 0 : number(raw.clients, at('clients')),
     error: raw.error === null || raw.error === undefined ? null : message(raw.error, at('error')),
     live: raw.live === true,
+    rank: raw.rank === null || raw.rank === undefined ? null : number(raw.rank, at('rank')),
+    role: optionalText(raw.role, at('role')),
+  };
+}
+
+const MAX_STRAGGLERS = 1000;
+
+function parseVerdict(value: unknown): HangVerdict {
+  const raw = object(value, 'verdict');
+  const state = raw.state === 'suspected_hang' ? 'suspected_hang' : raw.state === 'progressing' ? 'progressing' : null;
+  if (state === null) throw new InvalidRecord(`verdict state ${JSON.stringify(raw.state)}`);
+  if (!Array.isArray(raw.stragglers) || raw.stragglers.length > MAX_STRAGGLERS) throw new InvalidRecord('verdict stragglers');
+  return {
+    job: text(raw.job, 'verdict.job'),
+    state,
+    summary: message(raw.summary, 'verdict.summary'),
+    stragglers: raw.stragglers.map((item: unknown, index: number) => {
+      const straggler = object(item, `straggler ${index}`);
+      return {
+        worker: text(straggler.worker, 'straggler.worker'),
+        rank: straggler.rank === null || straggler.rank === undefined ? null : number(straggler.rank, 'straggler.rank'),
+        role: optionalText(straggler.role, 'straggler.role'),
+        function: text(straggler.function, 'straggler.function'),
+        path: text(straggler.path, 'straggler.path'),
+        line: number(straggler.line, 'straggler.line'),
+      };
+    }),
   };
 }
 
@@ -136,6 +175,8 @@ export function parseEvent(value: unknown): BridgeEvent {
     case 'updated':
     case 'removed':
       return { kind: raw.kind, record: parseRecord(raw.record) };
+    case 'hang':
+      return { kind: 'hang', verdict: parseVerdict(raw.verdict) };
     default:
       throw new InvalidRecord(`unknown event kind ${JSON.stringify(raw.kind)}`);
   }
@@ -148,6 +189,8 @@ export function applyEvent(records: Map<string, WorkerRecord>, event: BridgeEven
     for (const record of event.records) records.set(record.id, record);
   } else if (event.kind === 'removed') {
     records.delete(event.record.id);
+  } else if (event.kind === 'hang') {
+    return; // not a record: the stream hands verdicts to its own listener
   } else {
     records.set(event.record.id, event.record);
   }

@@ -30,9 +30,15 @@ export type TreeNode = JobNode | WorkerNode;
 
 /** Task name, or `Actor.method` for an actor (the bridge already names methods that way). */
 export function workerTitle(record: WorkerRecord): string {
-  if (record.task_name) return record.task_name;
-  if (record.actor_class) return `${record.actor_class} actor`;
-  return `worker ${record.id.slice(0, 8)}`;
+  const rank = rankText(record);
+  const name = record.task_name ?? (record.actor_class ? `${record.actor_class} actor` : `worker ${record.id.slice(0, 8)}`);
+  return rank ? `${rank} ${name}` : name;
+}
+
+/** `rank 3 (critic)`, `rank 3`, `critic`, or '' where neither is known (as the bridge says it). */
+export function rankText(record: Pick<WorkerRecord, 'rank' | 'role'>): string {
+  if (record.rank === null) return record.role ?? '';
+  return record.role ? `rank ${record.rank} (${record.role})` : `rank ${record.rank}`;
 }
 
 export function basename(path: string): string {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { EventStream, type StreamState } from '../../src/eventStream';
-import type { WorkerRecord } from '../../src/records';
+import type { HangVerdict, WorkerRecord } from '../../src/records';
 import { eventually, record, startFakeBridge } from './fixtures';
 
 function watch(url: string, token?: string) {
@@ -81,3 +81,24 @@ test('a malformed message drops the connection and starts again from a snapshot'
   }
 });
 
+
+test('a hang verdict reaches its own listener and leaves the records as they were', async () => {
+  const fake = await startFakeBridge({ token: 't', records: [record({ id: 'a' })] });
+  const verdicts: HangVerdict[] = [];
+  const seen: string[][] = [];
+  const stream = new EventStream(fake.url, 't', (records) => seen.push([...records.keys()]), 50, 200, (v) => verdicts.push(v));
+  stream.start();
+  try {
+    await eventually(() => seen[seen.length - 1]?.join() === 'a', 'the snapshot');
+    const straggler = { worker: 'w3', rank: 3, role: null, function: 'fetch_batch', path: '/job/train.py', line: 12 };
+    const verdict = { job: '02000000', state: 'suspected_hang', since: 1, groups: [], stragglers: [straggler], summary: 'no progress' };
+    fake.events[0]?.send(JSON.stringify({ kind: 'hang', type: 'hang', verdict }));
+    await eventually(() => verdicts.length === 1, 'the verdict');
+    assert.equal(verdicts[0]?.stragglers[0]?.rank, 3);
+    assert.equal(stream.state.status, 'connected'); // not taken for a bad message
+    assert.deepEqual(seen[seen.length - 1], ['a']);
+  } finally {
+    stream.stop();
+    await fake.close();
+  }
+});

@@ -29,6 +29,8 @@ export function record(fields: Partial<WorkerRecord> = {}): WorkerRecord {
     clients: 0,
     error: null,
     live: false,
+    rank: null,
+    role: null,
     ...fields,
   };
 }

@@ -57,6 +57,12 @@ test('actor methods, exceptions and legacy pdb stops are told apart', () => {
   assert.doesNotMatch(legacy.contextValue, /attachable/);
 });
 
+test('ranks are named by rank and role first, as the bridge names them', () => {
+  const critic = workerNode(record({ task_name: 'WorkerDict.critic_compute_values', rank: 1, role: 'critic' }), 1_000);
+  assert.equal(critic.label, 'rank 1 (critic) WorkerDict.critic_compute_values');
+  assert.equal(workerNode(record({ rank: 3 }), 1_000).label, 'rank 3 train_step');
+});
+
 test('a worker whose location is not known yet, or that the bridge could not hold, says so', () => {
   const locating = workerNode(record({ location: null, state: 'connecting', task_name: null, pid: null }), 1_000);
   assert.equal(locating.label, 'worker a1b2c3d4');
