@@ -61,11 +61,17 @@ SERVE_LOG = Path(tempfile.gettempdir()) / "raydap-bench-serve.log"
 
 @contextmanager
 def process(
-    command: list[str], env: dict[str, str] | None = None, log: Path | None = None
+    command: list[str],
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+    stdin: bool = False,
 ) -> Iterator[subprocess.Popen[str]]:
-    """A child process, stopped by its pid on the way out."""
+    """A child process (its stdin a pipe with ``stdin``), stopped by its pid on the way out."""
     stderr = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+    child = subprocess.Popen(
+        command, stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE,
+        stderr=stderr, text=True, env=env,
+    )  # fmt: skip
     try:
         yield child
     finally:

@@ -73,6 +73,7 @@ class ActorRow(BaseModel):
     job_id: str | None = None
     node_id: str | None = None
     pid: int | None = None
+    state: str | None = None
 
 
 class DashboardClient:
@@ -123,6 +124,13 @@ class DashboardClient:
         rows = await self._state_rows("/api/v0/actors", {**where, "limit": "100"})
         actors: list[ActorRow] = [_validate(ActorRow, row) for row in rows]
         return next((a for a in actors if node_id in (None, a.node_id)), None)
+
+    async def alive_actors(self, class_name: str) -> list[ActorRow]:
+        """Every live actor of one class (verl's ``WorkerDict`` ranks, named by rank)."""
+        where = {"filter_keys": "class_name", "filter_predicates": "=", "filter_values": class_name}
+        rows = await self._state_rows("/api/v0/actors", {**where, "limit": str(self._limit)})
+        actors: list[ActorRow] = [_validate(ActorRow, row) for row in rows]
+        return [a for a in actors if a.state in (None, "ALIVE")]
 
     async def task_state(self, task_id: str) -> str | None:
         """The state of a task's latest attempt (``RUNNING``, ``FINISHED``, ``FAILED`` ...),

@@ -50,8 +50,9 @@ class PausePending(Exception):
         self.reason = reason
 
 
-#: A pause answers within this many seconds: paused, failed, or pending.
-ANSWER_WITHIN = 5.0
+#: A pause answers within this many seconds: paused, failed, or pending. Of them, the last
+#: :data:`READ_WITHIN` go to reading where a worker that did not pause waits.
+ANSWER_WITHIN, READ_WITHIN = 5.0, 1.5
 
 
 class OutsidePause:
@@ -60,7 +61,7 @@ class OutsidePause:
         holder: Holder,
         dashboard: DashboardClient,
         driver: RayDriver,
-        wait: float = ANSWER_WITHIN,
+        wait: float = ANSWER_WITHIN - READ_WITHIN,
         remote_stacks: RemoteStacks | None = None,
     ) -> None:
         """``remote_stacks`` reads where a worker that did not pause in time waits."""
@@ -131,24 +132,28 @@ class OutsidePause:
             ):
                 raise PauseFailed(str(why))
             await asyncio.sleep(0.02)
-        raise PausePending(target.id, await self._where_blocked(target))
-
-    async def _where_blocked(self, target: BreakpointRecord) -> str:
-        """Where a worker that did not pause in time waits, read with py-spy."""
         later = "it pauses when that call returns to Python (the pause stays requested)"
+        try:
+            where = await asyncio.wait_for(self._where_blocked(target), READ_WITHIN)
+        except asyncio.TimeoutError:
+            where = None
+        raise PausePending(target.id, f"{where or 'it runs native code'}; {later}")
+
+    async def _where_blocked(self, target: BreakpointRecord) -> str | None:
+        """Where a worker that did not pause in time waits, read with py-spy."""
         if self.remote_stacks is None or not target.node_id or not target.pid:
-            return f"it runs native code; {later}"
+            return None
         read = await self.remote_stacks.read({target.id: Target(target.node_id, target.pid)})
         reading = read.get(target.id)
         if not isinstance(reading, Reading):
-            return f"it runs native code; {later}"
+            return None
         frames = main_thread(reading.threads, target.pid).frames
         wait = wait_of(frames)
         frame = wait.frame if wait else next((f for f in frames if not f.native), None)
         if frame is None:
-            return f"it runs native code; {later}"
+            return None
         where = f"{frame.function.split('.')[-1]} in {frame.path}:{frame.line}"
-        return f"blocked in {where}, in native code; {later}"
+        return f"blocked in {where}, in native code"
 
     def _ended(self, injection: asyncio.Future[object]) -> None:
         self._injections.discard(injection)

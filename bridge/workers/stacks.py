@@ -127,12 +127,15 @@ async def running_workers(
     except DashboardError as exc:
         return [], str(exc)
     paused = _paused(holder)
+    verl_ranks = await _verl_ranks(remote, rows)
     records = []
     for task, worker in rows:
         record = running_record(task, worker)
         held = holder.registry.get(record.id)
-        if held is not None and held.rank is not None:
-            record = record.model_copy(update={"rank": held.rank})
+        rank = held.rank if held is not None else None
+        rank = verl_ranks.get(task.actor_id or "") if rank is None else rank
+        if rank is not None:
+            record = record.model_copy(update={"rank": rank})
         if (
             record.id not in paused
             and where.matches(record)
@@ -140,6 +143,27 @@ async def running_workers(
         ):
             records.append(record)
     return records, None
+
+
+async def _verl_ranks(
+    remote: RemoteStacks, rows: list[tuple[TaskRow, WorkerRow]]
+) -> dict[str, int]:
+    """The ranks of verl's worker group actors among the running tasks, by actor id, from
+    their names (one dashboard query, only where such actors run)."""
+    classes = {
+        (t.name or "").split(".", 1)[0] for t, _ in rows
+        if t.actor_id and (t.name or "").split(".", 1)[0].endswith(ranks.VERL_CLASS_SUFFIX)
+    }  # fmt: skip
+    found: dict[str, int] = {}
+    for class_name in classes:
+        try:
+            actors = await remote.dashboard.alive_actors(class_name)
+        except DashboardError:
+            continue
+        for actor in actors:
+            if (rank := ranks.rank_from_actor_name(actor.name)) is not None:
+                found[actor.actor_id] = rank
+    return found
 
 
 def _paused(holder: Holder) -> set[str]:

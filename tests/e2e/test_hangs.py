@@ -233,8 +233,19 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
 def test_a_verl_colocated_group_is_named_by_rank_and_role(
     bridge: BridgeProcess, ray_head: LocalRay, tmp_path: Path
 ) -> None:
-    job = start_job(ray_head.address, "verl_roles.py")
+    """Running (read with py-spy), the ranks are named by the actor's name and the method's
+    role; paused in the critic's method, by their records."""
+    go = tmp_path / "go"
+    job = start_job(ray_head.address, "verl_roles.py", env={"VERL_GO": str(go)})
     try:
+
+        def running() -> list[dict[str, Any]] | None:
+            workers = bridge.get(f"/api/v1/stacks?job={job.job_id}")["workers"]
+            return workers if len(workers) == 2 else None
+
+        workers = until(running, 60, "both ranks running actor_update_policy", bridge)
+        assert sorted((w["rank"], w["role"]) for w in workers) == [(0, "actor"), (1, "actor")]
+        go.touch()
         records = bridge.wait_records(
             job.job_id, 2, where=lambda r: r["state"] == "paused" and r["role"] is not None
         )

@@ -1,6 +1,10 @@
 """A verl-style colocated worker group: actors named as verl names them
 (``<prefix>WorkerDict_<pool>:<rank>``), each hosting several roles whose methods are
-``<role>_<method>``; both ranks stop in the critic's method."""
+``<role>_<method>``. Both ranks run the actor's method until the file $VERL_GO exists, then
+stop in the critic's."""
+
+import os
+import time
 
 import ray
 
@@ -13,7 +17,9 @@ class WorkerDict:
     def __init__(self, rank):
         self.rank = rank
 
-    def actor_update_policy(self):
+    def actor_update_policy(self, go):
+        while not os.path.exists(go):
+            time.sleep(0.05)  # BREAK actor
         return self.rank
 
     def critic_compute_values(self):
@@ -23,5 +29,5 @@ class WorkerDict:
 
 
 group = [WorkerDict.options(name=f"JNzEwcWorkerDict_0:{r}").remote(r) for r in range(2)]
-ray.get([w.actor_update_policy.remote() for w in group])
+ray.get([w.actor_update_policy.remote(os.environ["VERL_GO"]) for w in group])
 print("RESULT", ray.get([w.critic_compute_values.remote() for w in group]), flush=True)
