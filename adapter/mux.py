@@ -62,6 +62,9 @@ class Worker:
     task: str | None = None
     pid: int | None = None
     node: str | None = None
+    #: Its rank in the job and its role, where known (``rank 3``, ``critic``).
+    rank: int | None = None
+    role: str | None = None
 
     @property
     def label(self) -> str:
@@ -71,7 +74,7 @@ class Worker:
         """The worker as fields, for clients that act on them (a thread's ``worker``) rather
         than parse display names."""
         facts = {"key": self.key, "label": self.label, "task": self.task, "pid": self.pid,
-                 "node": self.node}  # fmt: skip
+                 "node": self.node, "rank": self.rank, "role": self.role}  # fmt: skip
         return {name: value for name, value in facts.items() if value is not None}
 
 

@@ -55,11 +55,12 @@ class RemoteStacks:
         flags: tuple[str, ...] = (),
         environment: tuple[str, ...] = (),
     ) -> dict[str, Outcome]:
-        """Each target's threads. ``flags`` (py-spy's ``--locals``, ``--native``) and
-        ``environment`` (variables to read) are only read on the nodes themselves."""
+        """Each target's threads. ``flags`` (py-spy's ``--locals``, ``--native``) need the
+        nodes themselves; ``environment`` (variables to read) is read where the nodes are
+        asked, and left empty where the dashboard answers (it reads stacks only)."""
         if not targets:
             return {}
-        if self._dashboard_profiling is not False and not flags and not environment:
+        if self._dashboard_profiling is not False and not flags:
             try:
                 return await self._through_dashboard(targets)
             except ProfilingDisabled:

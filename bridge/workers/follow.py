@@ -111,6 +111,8 @@ def worker_of(record: BreakpointRecord, upstream: Upstream) -> Worker:
         task=record.task_name,
         pid=record.pid,
         node=record.node_ip,
+        rank=record.rank,
+        role=record.role,
     )
 
 

@@ -315,8 +315,10 @@ class Debugger:
 
     def prompt(self) -> str:
         worker = self.worker()
-        task, pid = worker.get("task"), worker.get("pid")
+        task, pid, rank = worker.get("task"), worker.get("pid"), worker.get("rank")
         short = f"{task} pid {pid}" if task and pid else self.worker_label()
+        if isinstance(rank, int) and task and pid:
+            short = f"rank {rank} {short}"
         return f"(raydap {short}) "
 
     async def complete(self, text: str) -> list[str]:

@@ -72,9 +72,17 @@ async def test_a_dashboard_that_cannot_read_the_first_worker_is_not_relied_on() 
     assert sorted(nodes.asked) == ["n1", "n2"] and not isinstance(outcome["w1"], str)
 
 
-async def test_locals_and_ranks_are_read_on_the_nodes_even_where_the_dashboard_answers() -> None:
-    """The dashboard's dump has neither locals nor the environment that names a rank."""
+async def test_locals_are_read_on_the_nodes_even_where_the_dashboard_answers() -> None:
+    """The dashboard's dump has no locals; the nodes also read the environment (not EVIL)."""
     dashboard, nodes = Dashboard(TEXT), Nodes()
     outcome = await reader(dashboard, nodes).read(TARGETS, ("--locals",), ("RANK",))
     assert dashboard.asked == 0 and nodes.flags == [("--locals",), ("--locals",)]
-    assert outcome["w2"].environment == {"RANK": "8"}  # type: ignore[union-attr]  # not EVIL
+    assert outcome["w2"].environment == {"RANK": "8"}  # type: ignore[union-attr]
+
+
+async def test_where_the_dashboard_answers_a_rank_s_environment_is_not_read() -> None:
+    """Asking for the environment alone does not give up the dashboard (scale): no ranks."""
+    dashboard, nodes = Dashboard(TEXT), Nodes()
+    outcome = await reader(dashboard, nodes).read(TARGETS, (), ("RANK",))
+    assert dashboard.asked == 2 and nodes.asked == []
+    assert outcome["w1"].environment == {}  # type: ignore[union-attr]

@@ -1,0 +1,102 @@
+"""Which jobs the watch samples and what it announces, with the dashboard and the nodes
+standing in (the real ones: tests/e2e/test_hangs.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
+from raydap.bridge.cluster.pyspy import parse_json
+from raydap.bridge.cluster.remote_stacks import Reading
+from raydap.bridge.workers.hang_watch import HangWatch
+from raydap.bridge.workers.holder import Holder, record_id
+from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.registry import Registry
+
+C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
+
+
+def dump(function: str, path: str) -> str:
+    frames = [{"name": function, "filename": path, "line": 10},
+              {"name": "train", "filename": "/job/train.py", "line": 5}]  # fmt: skip
+    return json.dumps([{"thread_name": "MainThread", "frames": frames}])
+
+
+class Cluster:
+    """Job ``01`` has ranks 0-2 in all_reduce and rank 3 loading data; job ``02`` one rank
+    that computes."""
+
+    def __init__(self) -> None:
+        self.dashboard = self
+        self.rows = [
+            (TaskRow(task_id=f"t{r}", name="Rank.train", state="RUNNING", job_id=job,
+                     worker_id=f"{job}w{r}" + "0" * 10, type="ACTOR_TASK"),
+             WorkerRow(worker_id=f"{job}w{r}" + "0" * 10, ip="10.0.0.1", pid=100 + r,
+                       node_id="n1"))
+            for job, ranks in (("01", 4), ("02", 1)) for r in range(ranks)
+        ]  # fmt: skip
+        self.read_targets: list[str] = []
+
+    async def running_tasks(self) -> list[tuple[TaskRow, WorkerRow]]:
+        return self.rows
+
+    async def read(self, targets: dict[str, Any], flags: Any = (), env: Any = ()) -> Any:
+        self.read_targets += list(targets)
+        return {
+            wid: Reading(
+                parse_json(dump("fetch_batch", "/job/train.py") if wid.startswith("01w3")
+                           else dump("compute", "/job/train.py") if wid.startswith("02")
+                           else dump("all_reduce", C10D)),
+                {"RANK": wid[3]},
+            )
+            for wid in targets
+        }  # fmt: skip
+
+
+def watch(scope: str, registry: Registry | None = None) -> tuple[HangWatch, Cluster, list[float]]:
+    cluster, now = Cluster(), [0.0]
+    holder = Holder(registry if registry is not None else Registry())  # (an empty one is falsy)
+    hangs = HangWatch(
+        holder, cluster, hang_after=10, interval=1, scope=scope,  # type: ignore[arg-type]
+        clock=lambda: now[0],
+    )  # fmt: skip
+    return hangs, cluster, now
+
+
+async def test_a_still_job_is_announced_once_with_its_straggler() -> None:
+    hangs, _, now = watch("all")
+    heard = hangs.subscribe()
+    assert await hangs.sample() == []  # first sight: progressing, nothing to say
+    now[0] = 11.0
+    [announced] = await hangs.sample()
+    assert (announced.job, announced.state) == ("01", "suspected_hang")
+    assert [(s.rank, s.function) for s in announced.stragglers] == [(3, "fetch_batch")]
+    assert heard.get_nowait() == announced
+    now[0] = 12.0
+    assert await hangs.sample() == [] and heard.empty()  # no news
+    assert [v.job for v in hangs.verdicts()] == ["01", "02"]  # hung first
+    assert hangs.verdicts()[1].state == "progressing"  # one rank computing: no wait
+
+
+async def test_live_scope_samples_only_jobs_with_live_workers_and_those_asked_for() -> None:
+    registry = Registry()
+    registry.put(BreakpointRecord(id="x", node_ip="10.0.0.1", paused_since=0, live=True,
+                                  state="running", job_id="02"))  # fmt: skip
+    hangs, cluster, _ = watch("live", registry)
+    await hangs.sample()
+    assert {t[:2] for t in cluster.read_targets} == {"02"}
+    hangs.watch("01")
+    await hangs.sample()
+    assert {t[:2] for t in cluster.read_targets} == {"01", "02"}
+
+
+async def test_a_job_with_a_paused_worker_is_not_judged() -> None:
+    registry = Registry()
+    hangs, _, now = watch("all", registry)
+    await hangs.sample()
+    registry.put(BreakpointRecord(id=record_id("01w3" + "0" * 10), node_ip="10.0.0.1",
+                                  paused_since=0, state="paused", job_id="01"))  # fmt: skip
+    now[0] = 60.0
+    assert await hangs.sample() == []
+    assert [v.job for v in hangs.verdicts()] == ["02"]  # 01 is being debugged: forgotten
