@@ -153,6 +153,16 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
         )
 
     hung = until(verdict, 5, "the suspected hang listed", bridge)
+    said = subprocess.run(
+        [sys.executable, "-m", "raydap.bridge", "hangs"], capture_output=True, text=True,
+        timeout=60, env=dict(os.environ, RAYDAP_URL=bridge.url, RAYDAP_TOKEN=bridge.token),
+    )  # fmt: skip
+    assert said.returncode == 1, said.stderr  # a suspected hang, as a script can check
+    assert f"job {job.job_id}: SUSPECTED HANG" in said.stdout
+    assert f"straggler: rank 3 {straggler_id} in Rank.fetch_batch" in said.stdout, said.stdout
+    native = bridge.get(f"/api/v1/stacks?job={job.job_id}&native=1")
+    below = next(n for n in nodes(native["tree"]) if n["function"] == "all_reduce")
+    assert any(n["path"].endswith(".so") or ".so." in n["path"] for n in nodes(below)), below
     [straggler] = hung["stragglers"]
     assert (straggler["rank"], straggler["worker"]) == (3, straggler_id)
     assert straggler["function"].endswith("fetch_batch") and straggler["path"].endswith(

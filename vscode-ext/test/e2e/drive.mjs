@@ -119,8 +119,18 @@ async function openRayViewWithToken(page) {
 async function continueJobFromView(page, ray) {
   const job = ray.locator('.monaco-list-row', { hasText: /^Job / }).first();
   await job.hover();
+  const jobId = ((await job.getAttribute('aria-label')) ?? '').match(/^Job (\w+)/)?.[1];
   await job.getByRole('button', { name: 'Continue Job' }).click();
-  await page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' }).waitFor();
+  // A record that changes as the button is clicked redraws the row, and VS Code then runs the
+  // command without its row: it asks which job, and a person picks it.
+  const done = page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' });
+  const asked = page.locator('.quick-input-widget', { hasText: 'Which job?' });
+  await done.or(asked).first().waitFor();
+  if (await asked.isVisible()) {
+    await asked.locator('.monaco-list-row', { hasText: jobId ?? '' }).first().click();
+    say('the view asked which job (its row was redrawn as it was clicked): picked it');
+  }
+  await done.waitFor();
   say('continued the job from the view: nothing is paused any more');
 }
 
