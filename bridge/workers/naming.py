@@ -75,19 +75,18 @@ class Namer:
     async def _identity(
         self, record: BreakpointRecord, names: dict[str, Any], upstream: Upstream
     ) -> dict[str, Any]:
-        """``rank`` and ``role`` (:mod:`.ranks`): a process keeps its rank, so one found
-        before is kept; a role follows the method running."""
-        found: dict[str, Any] = {"role": ranks.role_from_task(names.get("task_name"))}
+        """``rank`` (:mod:`.ranks`), where not known yet: a process keeps its rank, so one
+        found before is kept (the role follows the method running: :func:`from_task`)."""
         if names.get("rank") is not None or record.rank is not None:
-            return found
+            return {}
         actor_class = str(names.get("actor_class") or "")
         if actor_class.endswith(ranks.VERL_CLASS_SUFFIX):
             actor = await self._actor(record)
             if (rank := ranks.rank_from_actor_name(actor.name if actor else None)) is not None:
-                return {**found, "rank": rank}
+                return {"rank": rank}
         if upstream.state is State.STOPPED:
-            found["rank"] = await _probe_rank(upstream)
-        return found
+            return {"rank": await _probe_rank(upstream)}
+        return {}
 
     async def _actor(self, record: BreakpointRecord) -> ActorRow | None:
         if record.pid is None:
@@ -104,6 +103,7 @@ class Namer:
 
 
 def from_task(task: TaskRow) -> dict[str, Any]:
+    """The naming fields of a worker running ``task`` (a verl method's role included)."""
     name = task.name or task.func_or_class_name
     return {
         "task_id": task.task_id,
@@ -111,6 +111,7 @@ def from_task(task: TaskRow) -> dict[str, Any]:
         "task_name": name,
         "actor_id": task.actor_id,
         "actor_class": name.split(".", 1)[0] if task.actor_id and name else None,
+        "role": ranks.role_from_task(name),
     }
 
 
