@@ -111,7 +111,8 @@ function since(seconds) {
 async function act(button, method, path, body) {
   button.disabled = true;
   try {
-    await api(method, path, body);
+    const answer = await api(method, path, body);
+    if (answer.pending) setStatus(`${button.textContent} requested: ${answer.reason}`);
   } catch (error) {
     setStatus(`${button.textContent}: ${error.message}`);
     button.disabled = false;
