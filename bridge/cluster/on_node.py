@@ -7,11 +7,15 @@ raydap is not installed; it uses only the standard library, Ray and debugpy.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 #: What one py-spy dump may print (a thousand deep threads fit).
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+#: Lock files that keep two py-spy dumps off one process (:func:`_one_reader`).
+LOCKS = 256
 
 #: Signal that makes an injected worker pause (its own handler is put back first).
 PAUSE_SIGNAL_NAME = "SIGUSR2"
@@ -93,10 +97,11 @@ def read_stacks(
 
     def dump(pid: int) -> dict[str, Any]:
         try:
-            done = subprocess.run(
-                [py_spy, "dump", "--pid", str(pid), "--json", *flags],
-                capture_output=True, timeout=timeout, check=False,
-            )  # fmt: skip
+            with _one_reader(pid):
+                done = subprocess.run(
+                    [py_spy, "dump", "--pid", str(pid), "--json", *flags],
+                    capture_output=True, timeout=timeout, check=False,
+                )  # fmt: skip
         except subprocess.TimeoutExpired:
             return {"error": f"py-spy took over {timeout:g} s"}
         if done.returncode != 0:
@@ -111,6 +116,24 @@ def read_stacks(
 
     with ThreadPoolExecutor(max_workers=min(16, len(pids) or 1)) as pool:
         return dict(zip(pids, pool.map(dump, pids), strict=True))
+
+
+@contextlib.contextmanager
+def _one_reader(pid: int) -> Iterator[None]:
+    """One py-spy at a time per process on this node: a process has one ptrace tracer, so a
+    second dump at the same moment (the hang watch's and a person's ``raydap stacks``) fails.
+    The lock is a file lock, held across the tasks and processes that read here; processes
+    share :data:`LOCKS` files (a rare wait of one dump), so no file is left per process."""
+    import fcntl
+
+    folder = os.path.join(os.path.expanduser("~"), ".cache", "raydap", "locks")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    with open(os.path.join(folder, f"py-spy-{pid % LOCKS}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a dump takes about 0.1 s; py-spy's timeout bounds it
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _environment(pid: int, wanted: tuple[str, ...]) -> dict[str, str]:

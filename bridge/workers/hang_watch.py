@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from raydap.bridge.cluster.pyspy import main_thread
-from raydap.bridge.cluster.remote_stacks import RemoteStacks, Target
+from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.frames import fold
 from raydap.bridge.workers.hangs import HangJudge, RankSample, Verdict, news
@@ -54,6 +54,8 @@ class HangWatch:
         self.clock = clock
         self.asked: set[str] = set()
         self.last_error: str | None = None
+        #: Each running rank's latest stack read, standing in for a read that failed.
+        self._last: dict[str, RankSample] = {}
         self._subscribers: set[asyncio.Queue[Verdict]] = set()
 
     def watch(self, job: str) -> None:
@@ -108,19 +110,21 @@ class HangWatch:
         readings = await self.remote.read(targets, (), IDENTITY_VARIABLES)
         now = self.clock()
         announced = []
+        last, self._last = self._last, {}
         for job, records in by_job.items():
             samples = []
             for record in records:
                 reading = readings.get(record.id)
-                if reading is None or isinstance(reading, str):
-                    continue  # exited between listing and reading, or not readable
-                frames = fold(main_thread(reading.threads, record.pid or 0).frames)
-                rank = (
-                    record.rank
-                    if record.rank is not None
-                    else rank_from_environment(reading.environment)
-                )
-                samples.append(RankSample(record.id, rank, record.role, tuple(frames)))
+                if isinstance(reading, Reading):
+                    frames = fold(main_thread(reading.threads, record.pid or 0).frames)
+                    rank = record.rank
+                    if rank is None:
+                        rank = rank_from_environment(reading.environment)
+                    self._last[record.id] = RankSample(record.id, rank, record.role, tuple(frames))
+                elif record.id in last:  # listed, not read this time: as it was (not moved)
+                    self._last[record.id] = last[record.id]
+                if record.id in self._last:
+                    samples.append(self._last[record.id])
             before = self.judge.verdicts.get(job)
             verdict = self.judge.observe(job, samples, now)
             if news(before, verdict):

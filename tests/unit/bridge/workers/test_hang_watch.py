@@ -37,13 +37,19 @@ class Cluster:
             for job, ranks in (("01", 4), ("02", 1)) for r in range(ranks)
         ]  # fmt: skip
         self.read_targets: list[str] = []
+        #: Workers whose next reads fail (py-spy busy, as when two dumps meet).
+        self.unreadable: set[str] = set()
 
     async def running_tasks(self) -> list[tuple[TaskRow, WorkerRow]]:
         return self.rows
 
+    def ids(self) -> list[str]:
+        return [record_id(worker.worker_id) for _, worker in self.rows]
+
     async def read(self, targets: dict[str, Any], flags: Any = (), env: Any = ()) -> Any:
         self.read_targets += list(targets)
-        return {
+        failed = {wid: "Failed to get stack traces" for wid in targets if wid in self.unreadable}
+        return failed | {
             wid: Reading(
                 parse_json(dump("fetch_batch", "/job/train.py") if wid.startswith("01w3")
                            else dump("compute", "/job/train.py") if wid.startswith("02")
@@ -51,6 +57,7 @@ class Cluster:
                 {"RANK": wid[3]},
             )
             for wid in targets
+            if wid not in self.unreadable
         }  # fmt: skip
 
 
@@ -100,3 +107,16 @@ async def test_a_job_with_a_paused_worker_is_not_judged() -> None:
     now[0] = 60.0
     assert await hangs.sample() == []
     assert [v.job for v in hangs.verdicts()] == ["02"]  # 01 is being debugged: forgotten
+
+
+async def test_a_rank_that_could_not_be_read_counts_as_where_it_was() -> None:
+    """A failed read (two py-spy dumps of one process meet) is not a rank that left: with the
+    three waiting ranks unread, the verdict does not flip to progressing for a moment."""
+    hangs, cluster, now = watch("all")
+    await hangs.sample()
+    now[0] = 11.0
+    [hung] = await hangs.sample()
+    cluster.unreadable = {w for w in cluster.ids() if w[:4] in ("01w0", "01w1", "01w2")}
+    now[0] = 12.0
+    assert await hangs.sample() == []  # no news: still hung, with the same straggler
+    assert hangs.verdicts()[0] == hung.model_copy(update={"since": hung.since})
