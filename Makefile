@@ -18,7 +18,7 @@ MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py
 
-.PHONY: run test lint typecheck unit integration e2e bench bench-live clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test lint typecheck unit integration e2e bench bench-live bench-hangs clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -97,6 +97,10 @@ bench: $(STAMP)
 
 bench-live: $(STAMP)
 	$(BIN)/python -m bench.run --live-only --json bench/results-live-$(PYVER).json
+
+## The hang benchmarks (about 25 minutes: the watch runs 10 minutes each way; needs torch, 3.11).
+bench-hangs: $(STAMP)
+	$(BIN)/python -m bench.hangs --json bench/results-hangs.json
 
 $(EXT_STAMP): $(EXT)/package.json $(EXT)/package-lock.json
 	cd $(EXT) && npm ci --no-audit --no-fund --loglevel=error
