@@ -14,7 +14,7 @@ from typing import Any
 
 #: What one py-spy dump may print (a thousand deep threads fit).
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
-#: Lock files that keep two py-spy dumps off one process (:func:`_one_reader`).
+#: Lock files that keep two tracers (py-spy, gdb) off one process (:func:`_one_tracer`).
 LOCKS = 256
 
 #: Signal that makes an injected worker pause (its own handler is put back first).
@@ -97,7 +97,7 @@ def read_stacks(
 
     def dump(pid: int) -> dict[str, Any]:
         try:
-            with _one_reader(pid):
+            with _one_tracer(pid):
                 done = subprocess.run(
                     [py_spy, "dump", "--pid", str(pid), "--json", *flags],
                     capture_output=True, timeout=timeout, check=False,
@@ -119,9 +119,10 @@ def read_stacks(
 
 
 @contextlib.contextmanager
-def _one_reader(pid: int) -> Iterator[None]:
-    """One py-spy at a time per process on this node: a process has one ptrace tracer, so a
-    second dump at the same moment (the hang watch's and a person's ``raydap stacks``) fails.
+def _one_tracer(pid: int) -> Iterator[None]:
+    """One tracer at a time per process on this node: a process has one ptrace tracer, so a
+    second py-spy dump at the same moment (the hang watch's and a person's ``raydap stacks``),
+    or gdb injecting a pause meanwhile, fails.
     The lock is a file lock, held across the tasks and processes that read here; processes
     share :data:`LOCKS` files (a rare wait of one dump), so no file is left per process."""
     import fcntl
@@ -177,8 +178,11 @@ def pause_in_place(pid: int) -> str:
         except (OSError, RuntimeError) as exc:
             return f"sys.remote_exec into pid {pid} failed: {exc}"
         time.sleep(0.2)
-    elif failed := _inject_with_gdb(pid, install):
-        return failed
+    else:
+        with _one_tracer(pid):
+            failed = _inject_with_gdb(pid, install)
+        if failed:
+            return failed
     try:
         os.kill(pid, getattr(signal, PAUSE_SIGNAL_NAME))
     except ProcessLookupError:

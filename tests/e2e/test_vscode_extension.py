@@ -67,13 +67,17 @@ def editor_ray() -> Iterator[LocalRay]:
 
 
 @pytest.fixture
-def editor_bridge(editor_ray: LocalRay, tmp_path: Path) -> Iterator[BridgeProcess]:
-    """A bridge of its own that needs a token, with an audit log."""
+def editor_bridge(
+    editor_ray: LocalRay, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[BridgeProcess]:
+    """A bridge of its own that needs a token, with an audit log (and the flags of the test's
+    ``bridge_args`` mark)."""
     tokens = tmp_path / "tokens"
     tokens.write_text(f"editor debug {TOKEN}\n")
+    marked = request.node.get_closest_marker("bridge_args")
     running = start_bridge(
         ["--address", editor_ray.address, "--token-file", str(tokens),
-         "--audit-log", str(tmp_path / "audit.jsonl")],
+         "--audit-log", str(tmp_path / "audit.jsonl"), *(marked.args if marked else ())],
         tmp_path / "bridge.log",
     )  # fmt: skip
     yield running
@@ -243,6 +247,8 @@ def test_child_sessions_one_per_rank_in_vscode(
 
 
 @pytest.mark.timeout(300)
+# Every job watched, a sample a second, 4 s of stillness a hang: the hung job's notification.
+@pytest.mark.bridge_args("--hang-watch", "all", "--hang-after", "4", "--hang-sample-interval", "1")
 def test_stacks_of_a_hung_job_and_pausing_a_rank_in_vscode(
     editor: Editor, editor_ray: LocalRay, tmp_path: Path
 ) -> None:

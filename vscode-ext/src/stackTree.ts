@@ -4,7 +4,7 @@
  * workers under the frame where its path ends, to pause or attach to.
  */
 
-import { basename } from './workerTree';
+import { basename, rankText } from './workerTree';
 
 export interface StackNode {
   function: string;
@@ -17,6 +17,8 @@ export interface StackNode {
 export interface StacksAnswer {
   tree: StackNode;
   failed: { id: string; reason: string }[];
+  /** `rank 3 (critic)` by worker id, where the bridge knows a worker's rank or role. */
+  ranks: Map<string, string>;
 }
 
 export interface FrameItem {
@@ -74,11 +76,25 @@ export function parseStacks(body: unknown): StacksAnswer {
   const failed = Array.isArray(body.failed)
     ? body.failed.filter(isObject).map((f) => ({ id: String(f.id), reason: String(f.reason) }))
     : [];
-  return { tree: node(body.tree), failed };
+  const ranks = new Map<string, string>();
+  for (const worker of Array.isArray(body.workers) ? body.workers.filter(isObject) : []) {
+    const rank = typeof worker.rank === 'number' && Number.isInteger(worker.rank) ? worker.rank : null;
+    const role = typeof worker.role === 'string' ? worker.role.slice(0, 100) : null;
+    const text = rankText({ rank, role });
+    if (typeof worker.id === 'string' && text) ranks.set(worker.id, text);
+  }
+  return { tree: node(body.tree), failed, ranks };
 }
 
 function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? '' : 's'}`;
+}
+
+/** A worker under its frame: `rank 3 (critic) · 1a2b3c4d5e6f`, or its id where no rank is known. */
+function rankLabel(id: string, ranks: Map<string, string>): string {
+  const short = id.slice(0, 12) + id.slice(12).replace(/^[^/]*/, '');
+  const rank = ranks.get(id.split('/')[0] ?? id);
+  return rank ? `${rank} · ${short}` : short;
 }
 
 /** The view's top level: the outermost frames, then what could not be read. */
@@ -90,7 +106,7 @@ export function buildStackItems(answer: StacksAnswer): StackItem[] {
     const ranks: RankItem[] = [...ending].map((id) => ({
       type: 'rank',
       id,
-      label: id.slice(0, 12) + id.slice(12).replace(/^[^/]*/, ''),
+      label: rankLabel(id, answer.ranks),
       description: 'stack ends here',
       contextValue: id.includes('/') ? 'rank thread' : 'rank',
     }));

@@ -213,11 +213,14 @@ async function childSessions(page) {
 async function stacksAndPause(page) {
   const ray = await openRayViewWithToken(page);
   await page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' }).waitFor();
-  await runCommand(page, 'Ray: Show Stacks');
-  await page.locator('.quick-input-widget', { hasText: 'Show the stacks of which job?' }).waitFor();
-  const job = page.locator('.quick-input-widget input');
-  await job.fill(env('JOB_ID'));
-  await page.keyboard.press('Enter');
+  // The bridge's hang watch calls the job hung: a warning names the straggler, and its Show
+  // Stacks button opens the job's merged stacks.
+  const notice = page.locator('.notification-toast', { hasText: `Ray job ${env('JOB_ID')} looks hung` });
+  await notice.waitFor();
+  const text = (await notice.textContent()) ?? '';
+  if (!/Straggler: .* in compute/.test(text)) throw new Error(`the hang notification reads ${text}`);
+  say(`a notification says the job looks hung: ${text.slice(0, 160)}`);
+  await notice.getByRole('button', { name: 'Show Stacks' }).click();
   const stacks = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray Stacks/ }) });
   // Room for the whole tree: the Run pane folded away (the tree is virtual: rows out of
   // view are not in the page).

@@ -49,6 +49,17 @@ test('one thread of a worker is shown but cannot be paused on its own', () => {
   assert.deepEqual(rank?.type === 'rank' && [rank.label, rank.contextValue], ['cccccccccccc/loader', 'rank thread']);
 });
 
+test('ranks are named by rank and role where the bridge knows them', () => {
+  const named = {
+    ...structuredClone(ANSWER),
+    workers: [{ id: 'aaaaaaaaaaaa', rank: 0, role: null }, { id: 'cccccccccccc', rank: 3, role: 'critic' }, 'junk'],
+  };
+  const [outer] = buildStackItems(parseStacks(named));
+  const [waiting, computing] = (outer as FrameItem).children as FrameItem[];
+  assert.deepEqual(waiting?.children.map((r) => r.label), ['rank 0 · aaaaaaaaaaaa', 'bbbbbbbbbbbb']);
+  assert.deepEqual(computing?.children.map((r) => r.label), ['rank 3 (critic) · cccccccccccc']);
+});
+
 test('a malformed answer is refused with what is wrong', () => {
   assert.throws(() => parseStacks({ tree: { function: 'f', path: 'p', line: '3', workers: [], children: [] } }), /line/);
   assert.throws(() => parseStacks({ tree: { function: 'f', path: 'p', line: 3, workers: [1], children: [] } }), /workers/);
