@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psutil
 
@@ -135,6 +135,14 @@ async def h1_simulated(ranks: int, rounds: int) -> dict[str, Any]:
 # -- H2: the watch's cost ----------------------------------------------------------------------
 
 
+async def _line(stream: IO[str], prefix: str) -> str:
+    """The job's next line that starts with ``prefix`` (Ray forwards workers' logs too)."""
+    while line := await asyncio.to_thread(stream.readline):
+        if line.startswith(prefix):
+            return line
+    raise RuntimeError(f"the job ended before printing {prefix}")
+
+
 async def _busy_run(ray: str, ranks: int, seconds: float, watch: str) -> dict[str, Any]:
     """One run of the busy job under a bridge with ``--hang-watch`` ``watch``: its steps, the
     bridge's CPU, and the verdicts the watch gave meanwhile."""
@@ -143,7 +151,7 @@ async def _busy_run(ray: str, ranks: int, seconds: float, watch: str) -> dict[st
         command = [sys.executable, str(HERE / "jobs" / "busy_ranks.py"), str(ranks), str(seconds)]
         with process(command, env, stdin=True) as job:
             assert job.stdout is not None and job.stdin is not None
-            job_id = (await asyncio.to_thread(job.stdout.readline)).split()[1]
+            job_id = (await _line(job.stdout, "READY")).split()[1]
 
             def held() -> bool:
                 workers = http(url + "/api/v1/workers")["workers"]
@@ -155,7 +163,7 @@ async def _busy_run(ray: str, ranks: int, seconds: float, watch: str) -> dict[st
             job.stdin.write(f"{time.time() + 1}\n")
             job.stdin.flush()
             states: set[str] = set()
-            finished = asyncio.ensure_future(asyncio.to_thread(job.stdout.readline))
+            finished = asyncio.ensure_future(_line(job.stdout, "STEPS"))
             while not finished.done():
                 await asyncio.wait({finished}, timeout=5)
                 for verdict in http(url + "/api/v1/hangs")["jobs"] if watch != "off" else []:
@@ -196,7 +204,7 @@ async def h3_verdict(ray: str, rounds: int) -> dict[str, Any]:
                 command = [sys.executable, str(HERE / "jobs" / "gloo_stuck.py"), str(stuck)]
                 with process(command, env) as job:
                     assert job.stdout is not None
-                    job_id = (await asyncio.to_thread(job.stdout.readline)).split()[1]
+                    job_id = (await _line(job.stdout, "JOB")).split()[1]
 
                     seen = await until(functools.partial(_hung, url, job_id), 300, every=0.2)
                     delays.append(seen - float(stuck.read_text()))

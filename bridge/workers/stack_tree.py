@@ -46,7 +46,9 @@ def merge(stacks: dict[str, list[Frame]]) -> StackNode:
                 child.function = frame.function
             child.workers.append(worker)
             if frame.locals is not None:
-                child.locals = {**(child.locals or {}), worker: frame.locals}
+                if child.locals is None:
+                    child.locals = {}
+                child.locals[worker] = frame.locals  # (a tree of its own: built here, in place)
             node = child
     _order(root)
     return root
