@@ -20,6 +20,8 @@ from raydap.bridge.workers import ranks
 from raydap.bridge.workers.records import BreakpointRecord
 
 SERVE_PREFIX = "ServeReplica:"
+#: How deep a paused actor's stack is searched for the method its task names.
+MAX_STACK = 200
 TRAIN_WORKER = "RayTrainWorker"
 #: Evaluated in a paused Train worker's frame: its world rank.
 TRAIN_RANK = "__import__('ray.train', fromlist=['get_context']).get_context().get_world_rank()"
@@ -64,7 +66,9 @@ class Namer:
             return None
         task = await self.ray.running_task(record.worker_id)
         if task is not None and task.state == "RUNNING":
-            return from_task(task)
+            if last_try or await _runs_method(upstream, task):
+                return from_task(task)
+            return None  # the actor's previous method, not yet reported finished: ask again
         actor = await self._actor(record)
         if actor is not None and actor.class_name.startswith(SERVE_PREFIX):
             return _serve_replica(actor)
@@ -146,6 +150,23 @@ async def _train_worker(actor: ActorRow, upstream: Upstream) -> dict[str, Any]:
         "actor_class": TRAIN_WORKER,
         "rank": rank,
     }
+
+
+async def _runs_method(upstream: Upstream, task: TaskRow) -> bool:
+    """Whether a paused actor's stack is in the method its task names. Ray reports a task's
+    end about a second late, so an actor that stops in its next method right after one ended
+    is still listed as running the one before (``actor_update_policy`` for a stop in
+    ``critic_compute_values``). Tasks that are not actor methods, and workers that are not
+    paused, are taken as reported."""
+    name = task.name or task.func_or_class_name or ""
+    if not task.actor_id or "." not in name or upstream.state is not State.STOPPED:
+        return True
+    method = name.rsplit(".", 1)[1]
+    try:
+        _, frames = await upstream.stack(levels=MAX_STACK)
+    except UpstreamError:
+        return True
+    return any(str(f.get("name") or "").split(".")[-1] == method for f in frames)
 
 
 async def _probe_rank(upstream: Upstream) -> int | None:
