@@ -11,8 +11,12 @@ from typing import Any
 
 from raydap.protocol import Event, Response
 
-#: debugpy's own events, meaningless to an editor talking to the bridge.
-PRIVATE_EVENTS = frozenset({"debugpySockets", "debugpyWaitingForServer", "initialized"})
+#: debugpy's own events, meaningless to an editor talking to the bridge. ``debugpyAttach``
+#: (a child process of the worker wants a client) is the bridge's to answer: an editor given
+#: it would try to reach the worker's node itself.
+PRIVATE_EVENTS = frozenset(
+    {"debugpyAttach", "debugpySockets", "debugpyWaitingForServer", "initialized"}
+)
 
 
 def refusal(command: str, arguments: Any) -> str | None:

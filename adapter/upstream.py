@@ -14,7 +14,7 @@ import enum
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from raydap.adapter.breakpoints import WorkerBook
@@ -35,7 +35,9 @@ from raydap.protocol import Event, ProtocolError, Request, Response, Route, even
 from raydap.protocol import command as command_info
 
 log = logging.getLogger(__name__)
-_ATTACH = {"justMyCode": False, "subProcess": False, "showReturnValue": True}
+#: Whether a worker's children are debugged is the worker's choice (``debugpy.configure``
+#: before it listens: ``RAYDAP_CHILDREN=0``); the attach arguments do not change it.
+_ATTACH = {"justMyCode": False, "showReturnValue": True}
 
 
 class UpstreamError(Exception):
@@ -75,11 +77,14 @@ class Upstream:
         request_timeout: float = 30.0,
         on_change: Callable[[Upstream], None] | None = None,
         observe: Callable[[str, float, bool], None] | None = None,
+        child_pid: int | None = None,
     ) -> None:
         """``observe(command, seconds, ok)`` is told of every request that reaches the worker
-        (not of answers from the cache)."""
+        (not of answers from the cache). ``child_pid``: this connection is to a child process
+        of a worker, through the worker's debugpy adapter (``debugpyAttach``)."""
         self.channel = channel
         self.name = name
+        self.child_pid = child_pid
         self.request_timeout = request_timeout
         self.capabilities: dict[str, Any] = {}
         self._attached = False  # the handshake is done, or the worker has shown a stop
@@ -106,6 +111,9 @@ class Upstream:
         #: Whether this worker's ``breakpoint()`` stops inside Ray's hook (Python 3.12+,
         #: :mod:`.ray_hook`): None until its first such stop shows it, or a live worker's mark.
         self.stops_in_ray_hook: bool | None = None
+        #: Told of each child process of the worker that waits for a client (debugpy's
+        #: ``debugpyAttach``: the child runs no code of its own until one attaches).
+        self.on_child: Callable[[int], None] | None = None
         #: Stops being moved out of Ray's hook, by thread: the event to show once it is done
         #: (None: show the next stop as it comes) and how many steps it took so far.
         self._settling: dict[int, tuple[Event | None, int]] = {}
@@ -124,9 +132,17 @@ class Upstream:
         """Begin reading from the worker."""
         self._reader = asyncio.create_task(self._read_loop(), name=f"upstream {self.name}")
 
-    async def handshake(self, *, timeout: float = 10.0, expect_stop: bool = True) -> None:
+    async def handshake(
+        self,
+        *,
+        timeout: float = 10.0,
+        expect_stop: bool = True,
+        configure: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         """Attach as debugpy's client and wait until the worker reports where it stopped
-        (unless ``expect_stop`` is false: a live worker runs on, attached).
+        (unless ``expect_stop`` is false: a live worker runs on, attached). ``configure``
+        sends breakpoints before the worker is let run: a child process waits for them, so
+        one set on its first lines stops it.
 
         Order matters to debugpy 1.8: it answers ``attach`` only after ``configurationDone``,
         sends ``initialized`` only when the attach arguments are not empty, and reports a
@@ -153,12 +169,17 @@ class Upstream:
             timeout=timeout,
         )
         self.capabilities = dict(initialize.body or {})
-        attach = asyncio.ensure_future(self.request("attach", _ATTACH, timeout=timeout))
+        arguments = dict(_ATTACH)
+        if self.child_pid is not None:
+            arguments["subProcessId"] = self.child_pid
+        attach = asyncio.ensure_future(self.request("attach", arguments, timeout=timeout))
         try:
             await asyncio.wait_for(self._initialized.wait(), timeout)
             await self.request(
                 "setExceptionBreakpoints", {"filters": ["uncaught"]}, timeout=timeout
             )
+            if configure is not None:
+                await configure()
             await self.request("configurationDone", timeout=timeout)
             await attach
             if expect_stop:
@@ -305,6 +326,10 @@ class Upstream:
             return  # _resumed forwards a continued event of its own
         elif name == "process":
             self.process_event = message
+        elif name == "debugpyAttach" and self.on_child is not None:
+            child = body.get("subProcessId")
+            if isinstance(child, int) and not isinstance(child, bool) and child > 0:
+                self.on_child(child)
         elif name == "terminated":
             # debugpy's adapter says so when the worker process dies, but keeps the socket
             # open: the worker is gone all the same. It says so too in answer to the bridge's

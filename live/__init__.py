@@ -68,6 +68,7 @@ def setup() -> None:
             "stops_in_ray_hook": stops_in_ray_hook,
             "env": {name: os.environ[name] for name in IDENTITY_VARIABLES if name in os.environ},
         })  # fmt: skip
+        _children_configure()
         # The mark first: once the port is visible, the bridge finds the mark beside it.
         internal_kv._internal_kv_put(mark_key(worker_id), mark, overwrite=True,
                                      namespace=NAMESPACE)  # fmt: skip
@@ -86,6 +87,16 @@ def setup() -> None:
         trace_on_demand()
     except Exception as exc:  # debugpy's internals moved: correct, only slower
         log.info("raydap.live: tracing from the start (%r)", exc)
+
+
+def _children_configure() -> None:
+    """Whether and how the worker's children are debugged (:mod:`raydap.live.children`)."""
+    from raydap.live import children
+
+    try:
+        children.configure()
+    except Exception as exc:  # Ray's or debugpy's internals moved: children as debugpy has them
+        log.info("raydap.live: child processes left to debugpy's defaults (%r)", exc)
 
 
 def _stops_at_user_line() -> bool:

@@ -43,7 +43,7 @@ def install() -> bool:
     if not callable(breakpoint_hook) or not callable(excepthook):
         return False
     ray_debugpy._debugpy_breakpoint = _breakpoint_at_user_line
-    ray_debugpy._debugpy_excepthook = _untraced(excepthook)
+    ray_debugpy._debugpy_excepthook = untraced(excepthook)
     return True
 
 
@@ -58,23 +58,26 @@ def _breakpoint_at_user_line() -> None:
     pydevd.settrace(stop_at_frame=frame)
 
 
-def _untraced(excepthook: Callable[[], None]) -> Callable[[], None]:
-    def post_mortem() -> None:
-        """Ray's post-mortem stop with this thread's monitoring off: pydevd's own helpers,
-        called on the way to the stop, are not stopped in. (pydevd is importable here: the
-        worker's debugpy listens by now.)"""
+def untraced(stop: Callable[[], None]) -> Callable[[], None]:
+    """A stop made with this thread's monitoring off (3.12+): pydevd's own helpers, called on
+    the way to the stop, are not stopped in. (pydevd is importable here: the worker's debugpy
+    listens by now.) Before 3.12, ``stop`` itself."""
+    if sys.version_info < (3, 12):
+        return stop
+
+    def quietly() -> None:
         from _pydevd_sys_monitoring import (  # type: ignore[import-not-found]
             pydevd_sys_monitoring as monitoring,
         )
 
         traced = monitoring.suspend_current_thread_tracing()
         try:
-            excepthook()
+            stop()
         finally:
             if traced:
                 monitoring.resume_current_thread_tracing()
 
-    return post_mortem
+    return quietly
 
 
 def drop_pydevd_tags() -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -30,6 +31,9 @@ log = logging.getLogger(__name__)
 
 #: How long an attach waits for a worker that is still being held (handshake in progress).
 ATTACH_WAIT = 15.0
+#: How long a child waits for its parent's job to be known (Ray lists a task about a second
+#: after it starts).
+NAME_CHILD_WITHIN = 30.0
 #: How long a worker whose hold failed is left alone before discovery may try again.
 RETRY_AFTER = 5.0
 
@@ -41,7 +45,9 @@ class ResumeFailed(Exception):
 class LiveHooks(Protocol):
     """What happens around a live worker's hold (:mod:`.live`)."""
 
-    async def held(self, rid: str, upstream: Upstream) -> None: ...
+    async def configure(self, rid: str, upstream: Upstream) -> None: ...
+
+    def held(self, rid: str, upstream: Upstream) -> None: ...
 
     def released(self, record: BreakpointRecord) -> None: ...
 
@@ -49,6 +55,12 @@ class LiveHooks(Protocol):
 def record_id(worker_id: str) -> str:
     """Short, stable and unique enough: 48 bits of the worker id (prefixes work too)."""
     return worker_id[:12]
+
+
+def child_record_id(parent_worker_id: str, pid: int) -> str:
+    """A child process's id: as short as a worker's, and not a prefix-mate of its parent's
+    (``raydap attach <parent prefix>`` must still name the parent alone)."""
+    return hashlib.sha256(f"{parent_worker_id}/{pid}".encode()).hexdigest()[:12]
 
 
 class Holder:
@@ -121,12 +133,68 @@ class Holder:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def hold_child(self, parent_id: str, pid: int) -> None:
+        """Start holding a child process of a held worker, which waits for a client on its
+        parent's debugpy adapter (returns at once). It runs on once held, like a live
+        worker, and is let go with its parent."""
+        parent = self.registry.get(parent_id)
+        if parent is None or parent.worker_id is None:
+            return  # the parent left: debugpy lets an unclaimed child run on
+        record = BreakpointRecord(
+            id=child_record_id(parent.worker_id, pid),
+            node_id=parent.node_id,
+            node_ip=parent.node_ip,
+            pid=pid,
+            worker_type=parent.worker_type,
+            debugger_port=parent.debugger_port,
+            paused_since=time.time(),
+            live=True,
+            working_dir=parent.working_dir,
+            job_id=parent.job_id,
+            task_name=f"{parent.task_name} child" if parent.task_name else None,
+            parent=parent.id,
+        )
+        if record.id in self.registry or record.id in self._holding:
+            return
+        self.registry.put(record)
+        if parent.job_id is None:  # a live worker is named once Ray lists its task
+            self._spawn(self._name_child_after(parent.id, record.id))
+        self._holding[record.id] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(self._hold(record, None))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _name_child_after(self, parent_id: str, child_id: str) -> None:
+        """Give a child its parent's job (and a name, until it names itself at a stop) once
+        the parent has them; follow sessions of the job then show it."""
+        deadline = time.monotonic() + NAME_CHILD_WITHIN
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            parent, child = self.registry.get(parent_id), self.registry.get(child_id)
+            if parent is None or child is None:
+                return
+            if parent.job_id is not None:
+                update: dict[str, Any] = {"job_id": parent.job_id}
+                if child.task_name is None and parent.task_name:
+                    update["task_name"] = f"{parent.task_name} child"
+                self.registry.put(child.model_copy(update=update))
+                return
+
+    def children_of(self, parent_id: str) -> list[BreakpointRecord]:
+        return [r for r in self.registry.records() if r.parent == parent_id]
+
     async def _hold(self, record: BreakpointRecord, live: LiveMark | None) -> None:
         assert record.debugger_port is not None
         waiter = self._holding[record.id]
         try:
             upstream = await self._connect(record, live.stops_in_ray_hook if live else None)
         except UpstreamError as exc:
+            if record.parent is not None:  # a child that exited before it was held
+                log.info("could not hold child %s: %s", record.label, exc)
+                self.registry.remove(record.id)
+                waiter.set_exception(AttachError(f"could not attach to {record.label}: {exc}"))
+                waiter.exception()
+                return
             log.warning("could not hold %s: %s", record.label, exc)
             self._failed_at[record.id] = time.monotonic()
             failed = self.registry.get(record.id) or record
@@ -139,7 +207,7 @@ class Holder:
         if record.live:
             self.policy.keep(record.id)
             if self.live_hooks is not None:
-                await self.live_hooks.held(record.id, upstream)
+                self.live_hooks.held(record.id, upstream)
         self.upstreams[record.id] = upstream
         self.policy.touch(record.id)
         log.info("holding %s (%s)%s", record.id, record.label, " live" if record.live else "")
@@ -163,16 +231,25 @@ class Holder:
             ) from None
         except (OSError, asyncio.TimeoutError) as exc:
             raise UpstreamError(f"cannot connect to its debugpy: {exc!r}") from None
+        child_pid = record.pid if record.parent is not None else None
         upstream = Upstream(
             channel,
             name=record.label,
             request_timeout=self.request_timeout,
             on_change=lambda u: self._changed(record.id, u),
             observe=self._observe_request,
+            child_pid=child_pid,
         )
         upstream.stops_in_ray_hook = stops_in_ray_hook
+        # Set before the handshake: debugpy names waiting children as soon as it is done.
+        upstream.on_child = lambda pid: self.hold_child(record.id, pid)
         try:
-            await upstream.handshake(timeout=self.handshake_timeout, expect_stop=not record.live)
+            hooks = self.live_hooks if record.live else None
+            await upstream.handshake(
+                timeout=self.handshake_timeout,
+                expect_stop=not record.live,
+                configure=(lambda: hooks.configure(record.id, upstream)) if hooks else None,
+            )
         except asyncio.TimeoutError:
             await upstream.close("handshake failed")
             raise UpstreamError(
@@ -194,12 +271,20 @@ class Holder:
             self.registry.remove(rid)
             if record is not None and record.live and self.live_hooks is not None:
                 self.live_hooks.released(record)
+            for child in self.children_of(rid):  # a worker's children go with it
+                if (held := self.upstreams.get(child.id)) is not None:
+                    self._spawn(held.detach(f"its parent {rid} is gone"))
             log.info("released %s: %s", rid, upstream.close_reason)
             return
         self.policy.update(rid, upstream)
         self.keeper.update(rid, upstream)
         if self.task_end is not None:
             self.task_end.update(rid, upstream)
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- client side ------------------------------------------------------------------------
 

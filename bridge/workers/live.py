@@ -138,9 +138,8 @@ class LiveWorkers:
 
     # -- the holder's hooks -----------------------------------------------------------------
 
-    async def held(self, rid: str, upstream: Upstream) -> None:
-        """A live worker was just attached: give it the kept breakpoints, then keep what it
-        is given from now on."""
+    async def configure(self, rid: str, upstream: Upstream) -> None:
+        """A live worker being attached gets the kept breakpoints before it runs on."""
         for (command, _), arguments in list(self.configuration.items()):
             try:
                 response = await upstream.request(command, arguments)
@@ -149,6 +148,9 @@ class LiveWorkers:
                 return
             if not response.success:
                 log.info("%s refused %s: %s", rid, command, response.message)
+
+    def held(self, rid: str, upstream: Upstream) -> None:
+        """A live worker is attached: what it is given from now on is kept."""
         upstream.on_configured = self.keep
 
     def released(self, record: BreakpointRecord) -> None:

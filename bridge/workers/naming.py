@@ -23,6 +23,15 @@ SERVE_PREFIX = "ServeReplica:"
 #: How deep a paused actor's stack is searched for the method its task names.
 MAX_STACK = 200
 TRAIN_WORKER = "RayTrainWorker"
+#: Evaluated in a paused child process of a worker: what it is (``DataLoader worker 1``, or
+#: its multiprocessing name and target, ``Process-2 child_loop``), read-only.
+CHILD_NAME = (
+    "(lambda mp, data: 'DataLoader worker %d' % data.get_worker_info().id"
+    " if data is not None and data.get_worker_info() is not None"
+    " else ' '.join(filter(None, [mp.current_process().name, getattr(getattr("
+    "mp.current_process(), '_target', None), '__qualname__', '')])))"
+    "(__import__('multiprocessing'), __import__('sys').modules.get('torch.utils.data'))"
+)
 #: Evaluated in a paused Train worker's frame: its world rank.
 TRAIN_RANK = "__import__('ray.train', fromlist=['get_context']).get_context().get_world_rank()"
 
@@ -54,6 +63,8 @@ class Namer:
         again). On the last try, a worker with no running task is named by its last task."""
         if record.worker_type == "DRIVER" and record.worker_id:
             return {"task_name": "driver", "job_id": record.worker_id[:8]}
+        if record.parent is not None:
+            return await _child_names(upstream)
         names = await self._names(record, upstream, last_try)
         if names is None:
             return None
@@ -150,6 +161,19 @@ async def _train_worker(actor: ActorRow, upstream: Upstream) -> dict[str, Any]:
         "actor_class": TRAIN_WORKER,
         "rank": rank,
     }
+
+
+async def _child_names(upstream: Upstream) -> dict[str, Any]:
+    """A paused child process named by itself (its job and node are its parent's)."""
+    with contextlib.suppress(UpstreamError, IndexError, KeyError, ValueError, SyntaxError):
+        _, frames = await upstream.stack(levels=1)
+        answer = await upstream.request(
+            "evaluate", {"expression": CHILD_NAME, "frameId": frames[0]["id"], "context": "watch"}
+        )
+        name = ast.literal_eval(str((answer.body or {}).get("result"))) if answer.success else ""
+        if isinstance(name, str) and name.strip():
+            return {"task_name": name.strip()[:200]}
+    return {}
 
 
 async def _runs_method(upstream: Upstream, task: TaskRow) -> bool:

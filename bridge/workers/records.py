@@ -56,6 +56,9 @@ class BreakpointRecord(BaseModel):
     rank: int | None = None
     #: The role it plays, where the job has roles (verl: ``actor``, ``critic``, ``ref``).
     role: str | None = None
+    #: A child process of a worker (a DataLoader worker, a multiprocessing child): the id of
+    #: the worker it belongs to. Held through that worker's debugpy, for as long as it runs.
+    parent: str | None = None
 
     @property
     def rank_text(self) -> str | None:
@@ -66,4 +69,5 @@ class BreakpointRecord(BaseModel):
     def label(self) -> str:
         """How a person names this worker: rank, task or Actor.method, and where it runs."""
         who = f"{self.rank_text} " if self.rank_text else ""
-        return f"{who}{self.task_name or 'worker'} (pid {self.pid} on {self.node_ip})"
+        what = self.task_name or (f"child of {self.parent}" if self.parent else "worker")
+        return f"{who}{what} (pid {self.pid} on {self.node_ip})"

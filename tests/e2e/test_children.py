@@ -1,0 +1,174 @@
+"""Child processes of Ray workers on a real Ray head: multiprocessing (spawn) children of an
+actor and a torch DataLoader's (forked) workers are held by the bridge like workers, stop at a
+follow session's breakpoints, stop at their own ``breakpoint()``, and come and go without
+disturbing their parents."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from raydap.bridge.client.dap_client import DapClient
+from raydap.bridge.client.local_ray import LocalRay
+from tests.conftest import Connect
+from tests.e2e.conftest import JOBS, BridgeProcess, break_line, start_job, stop_job
+from tests.e2e.test_bridge import evaluate
+from tests.e2e.test_live import top_frame
+
+pytestmark = pytest.mark.e2e
+
+#: The children's code, shipped as the job's working_dir (the editor's ``localRoot``).
+CODE = JOBS / "children_code"
+CHILD_WORK, CHILD_DATA = str(CODE / "child_work.py"), str(CODE / "child_data.py")
+LOOP = break_line("children_code/child_work.py", "child")
+OWN_BREAKPOINT = break_line("children_code/child_work.py", "child_breakpoint")
+ITEM = break_line("children_code/child_data.py", "item")
+
+
+def wait_for(
+    bridge: BridgeProcess, what: Callable[[list[dict[str, Any]]], Any], timeout: float = 60
+) -> Any:
+    """What ``what`` finds in ``GET /api/v1/workers`` (anything but None or empty)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = what(bridge.get("/api/v1/workers")["workers"])
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"not found in {bridge.get('/api/v1/workers')}")
+
+
+def parent_running(job_id: str, task: str) -> Callable[[list[dict[str, Any]]], Any]:
+    def find(workers: list[dict[str, Any]]) -> Any:
+        return next((w for w in workers if w["job_id"] == job_id and w["task_name"] == task), None)
+
+    return find
+
+
+def children_of(parent_id: str, state: str | None = None) -> Callable[[list[dict]], list[dict]]:  # type: ignore[type-arg]
+    def find(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            w for w in workers if w["parent"] == parent_id and state in (None, w["state"])
+        ]  # fmt: skip
+
+    return find
+
+
+async def stops_at(client: DapClient, line: int, count: int) -> list[dict[str, Any]]:
+    """The top frames of the next ``count`` stops, each at ``line``."""
+    frames = []
+    for _ in range(count):
+        stop = (await client.wait_event("stopped", timeout=60)).body
+        frame = await top_frame(client, stop["threadId"])
+        assert frame["line"] == line, frame
+        frames.append(frame)
+    return frames
+
+
+async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_and_may_die(
+    ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    env = {"CHILDREN_RELEASE": str(release), "CHILD_BREAKPOINT": "1"}
+    job = await asyncio.to_thread(start_job, ray_head.address, "children_pool.py", env)
+    try:
+        pool = await asyncio.to_thread(wait_for, bridge, parent_running(job.job_id, "Pool.run"))
+        # Two children, and the resource tracker multiprocessing starts for spawned ones.
+        await asyncio.to_thread(wait_for, bridge, lambda ws: len(children_of(pool["id"])(ws)) >= 2)
+
+        # A follow session's breakpoint in the children's code stops both where they loop.
+        client = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await client.attach(follow={"job": job.job_id}, localRoot=str(CODE))
+        answer = await client.request(
+            "setBreakpoints", {"source": {"path": CHILD_WORK}, "breakpoints": [{"line": LOOP}]}
+        )
+        assert answer.body["breakpoints"][0]["verified"] is True
+        frames = await stops_at(client, LOOP, 2)
+        assert {await evaluate(client, frame, "index") for frame in frames} == {"1", "2"}
+        stopped = await asyncio.to_thread(
+            wait_for, bridge, lambda ws: len(children_of(pool["id"], "paused")(ws)) == 2 and ws
+        )
+        children = children_of(pool["id"], "paused")(stopped)
+        assert sorted(c["task_name"] for c in children) == [
+            "SpawnProcess-1 child_loop", "SpawnProcess-2 child_loop"
+        ]  # fmt: skip
+        assert {(c["job_id"], c["live"], c["node_ip"]) for c in children} == {
+            (job.job_id, True, pool["node_ip"])
+        }
+
+        # Merged stacks show them beside their parent, in its job.
+        stacks = await asyncio.to_thread(bridge.get, f"/api/v1/stacks?job={job.job_id}")
+        shown = {w["id"]: w for w in stacks["workers"]}
+        assert {c["id"] for c in children} <= set(shown) and pool["id"] in shown
+        assert all(shown[c["id"]]["parent"] == pool["id"] for c in children)
+        assert "child_loop" in str(stacks["tree"]) and "Pool.run" in str(stacks["tree"])
+
+        # Released and continued: child 1 stops in its own breakpoint(), listed with its parent.
+        await client.request("setBreakpoints", {"source": {"path": CHILD_WORK}, "breakpoints": []})
+        release.touch()
+        await asyncio.to_thread(bridge.post, "/api/v1/continue", {"filter": {"job": job.job_id}})
+        [own] = await stops_at(client, OWN_BREAKPOINT, 1)
+        assert await evaluate(client, own, "index") == "1"
+        [listed] = await asyncio.to_thread(
+            wait_for,
+            bridge,
+            lambda ws: [b for b in bridge.get("/api/v1/breakpoints")["breakpoints"]
+                        if b["parent"] == pool["id"] and b["state"] == "paused"],
+        )  # fmt: skip
+        assert listed["location"]["line"] == OWN_BREAKPOINT
+
+        # Attachable by its id alone; killed, it leaves both sessions and its parent unharmed.
+        alone = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await alone.attach(breakpoint=listed["id"])
+        [thread] = (await alone.request("threads")).body["threads"]
+        frame = await top_frame(alone, thread["id"])
+        assert (frame["line"], await evaluate(alone, frame, "index")) == (OWN_BREAKPOINT, "1")
+        os.kill(listed["pid"], signal.SIGKILL)
+        await alone.wait_event("terminated")
+        await client.wait_event("thread", where=lambda e: e.body["reason"] == "exited")
+        assert await asyncio.to_thread(job.result) == "([200], [-9, 0])"
+        assert listed["id"] not in {w["id"] for w in bridge.get("/api/v1/workers")["workers"]}
+        threads = await client.request("threads")  # the session still answers
+        assert listed["id"] not in str(threads.body)
+    finally:
+        stop_job(job)
+
+
+async def test_dataloader_workers_stop_at_a_breakpoint_set_before_they_started(
+    ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect
+) -> None:
+    pytest.importorskip("torch", reason="torch's CPU wheel is on disk for Python 3.11 only")
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.attach(follow=True, localRoot=str(CODE))
+    answer = await client.request(
+        "setBreakpoints", {"source": {"path": CHILD_DATA}, "breakpoints": [{"line": ITEM}]}
+    )
+    assert answer.body["breakpoints"][0]["verified"] is False  # no worker has the file yet
+    job = await asyncio.to_thread(start_job, ray_head.address, "children_loader.py")
+    try:
+        # Each forked worker stops at its first item: the breakpoint reached it before it ran.
+        frames = await stops_at(client, ITEM, 2)
+        ids = {await evaluate(client, f, "torch.utils.data.get_worker_info().id") for f in frames}
+        assert ids == {"0", "1"}
+        assert {await evaluate(client, f, "i") for f in frames} == {"0", "1"}
+        load = parent_running(job.job_id, "load")(bridge.get("/api/v1/workers")["workers"])
+        named = await asyncio.to_thread(
+            wait_for, bridge, lambda ws: sorted(c["task_name"] for c in children_of(load["id"])(ws))
+        )
+        assert named == ["DataLoader worker 0", "DataLoader worker 1"]
+
+        await client.request("setBreakpoints", {"source": {"path": CHILD_DATA}, "breakpoints": []})
+        await asyncio.to_thread(bridge.post, "/api/v1/continue", {"filter": {"job": job.job_id}})
+        assert await asyncio.to_thread(job.result) == "14"
+        await asyncio.to_thread(
+            wait_for, bridge, lambda ws: not children_of(load["id"])(ws) or None
+        )
+    finally:
+        stop_job(job)
