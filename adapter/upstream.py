@@ -169,7 +169,7 @@ class Upstream:
             timeout=timeout,
         )
         self.capabilities = dict(initialize.body or {})
-        arguments = dict(_ATTACH)
+        arguments: dict[str, Any] = dict(_ATTACH)
         if self.child_pid is not None:
             arguments["subProcessId"] = self.child_pid
         attach = asyncio.ensure_future(self.request("attach", arguments, timeout=timeout))
