@@ -87,6 +87,9 @@ class WorkerBook:
     def __init__(self) -> None:
         self._owned: dict[BookKey, dict[Hashable, tuple[Spec, ...]]] = {}
         self._ids: dict[BookKey, dict[int, Spec]] = {}  # the worker's ids, from its answers
+        #: The ids of each list before its last answer: a stop the worker made just before
+        #: the list was set again names one of them (debugpy never reuses an id).
+        self._replaced: dict[BookKey, dict[int, Spec]] = {}
 
     def put(self, owner: Hashable, key: BookKey, specs: Iterable[Spec]) -> tuple[Spec, ...]:
         """``owner`` now wants exactly ``specs`` in this list; the union the worker gets."""
@@ -109,6 +112,7 @@ class WorkerBook:
 
     def answered(self, key: BookKey, union: Sequence[Spec], answers: Sequence[Any]) -> None:
         """Learn the worker's ids for the breakpoints of ``union`` from its answer."""
+        self._replaced[key] = self._ids.get(key, {})
         self._ids[key] = {
             answer["id"]: spec
             for spec, answer in zip(union, answers, strict=False)
@@ -117,9 +121,12 @@ class WorkerBook:
 
     def spec_of_id(self, worker_id: object) -> tuple[BookKey, Spec] | None:
         """Which breakpoint a worker id (in a hit or a ``breakpoint`` event) stands for."""
-        for key, ids in self._ids.items():
-            if isinstance(worker_id, int) and worker_id in ids:
-                return key, ids[worker_id]
+        if not isinstance(worker_id, int):
+            return None
+        for generation in (self._ids, self._replaced):
+            for key, ids in generation.items():
+                if worker_id in ids:
+                    return key, ids[worker_id]
         return None
 
 

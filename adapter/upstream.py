@@ -117,6 +117,11 @@ class Upstream:
         #: Stops being moved out of Ray's hook, by thread: the event to show once it is done
         #: (None: show the next stop as it comes) and how many steps it took so far.
         self._settling: dict[int, tuple[Event | None, int]] = {}
+        #: Breakpoint settings sent and not answered yet: a stop at one of them may come
+        #: first on the wire, naming an id the bridge learns only from the answer.
+        self._configuring = 0
+        self._configured = asyncio.Event()
+        self._configured.set()
 
     @property
     def state(self) -> State:
@@ -228,10 +233,19 @@ class Upstream:
             )
         key = self.cache.key(command, arguments) if self.state is State.STOPPED else None
         if key is None:
-            response = await self._exchange(command, arguments, timeout)
+            configures = command_info(command).route is Route.BROADCAST
+            if configures:
+                self._configuring += 1
+                self._configured.clear()
+            try:
+                response = await self._exchange(command, arguments, timeout)
+            finally:
+                if configures:
+                    self._configuring -= 1
+                    if not self._configuring:
+                        self._configured.set()
             if response.success:
                 self.cache.after_request(command, arguments)
-                configures = command_info(command).route is Route.BROADCAST
                 if configures and self.on_configured is not None:
                     self.on_configured(command, dict(arguments or {}))
             return response
@@ -311,6 +325,8 @@ class Upstream:
             )
             if settling:
                 self._spawn(self._settle(message))
+            elif self._configuring:
+                self._spawn(self._show_once_configured(message))
             else:
                 self._show_stop(message)
             return
@@ -339,6 +355,14 @@ class Upstream:
         if name in PRIVATE_EVENTS or (name == "output" and body.get("category") == "telemetry"):
             return
         self._broadcast(message)
+
+    async def _show_once_configured(self, message: Event) -> None:
+        """A stop that came while breakpoints were being set, shown once their ids are known
+        (so clients are told which of theirs was hit)."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._configured.wait(), self.request_timeout)
+        if self.state is not State.CLOSED:
+            self._show_stop(message)
 
     def _show_stop(self, message: Event) -> None:
         """A stop that stands where the user expects: record it and tell every client."""

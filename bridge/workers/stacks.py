@@ -1,7 +1,8 @@
 """Every rank's stack at once, merged (:mod:`.stack_tree`), with what each rank holds.
 
 Held workers that are paused tell their stack and locals over their debugpy connection;
-every other worker running a task is read on its node with py-spy
+every other worker running a task, and every held child process of one that runs, is read on
+its node with py-spy
 (:mod:`raydap.bridge.cluster.remote_stacks`), which reads locals without pausing it. Ray's
 and Python's own frames are folded unless asked for (:func:`.frames.fold`).
 """
@@ -165,6 +166,17 @@ async def _verl_ranks(
     return found
 
 
+def _running_children(
+    holder: Holder, where: WorkerFilter, paused: set[str]
+) -> list[BreakpointRecord]:
+    """Held children of workers that run: read with py-spy like the workers (Ray lists no
+    task for them)."""
+    return [
+        r for r in holder.registry.records()
+        if r.parent is not None and r.id not in paused and r.pid and where.matches(r)
+    ]  # fmt: skip
+
+
 def _paused(holder: Holder) -> set[str]:
     """Held workers that are stopped: they tell their stack over debugpy (a held worker that
     runs is read like any other)."""
@@ -184,6 +196,8 @@ async def stacks(
     paused = _paused(holder)
     held = [r for r in holder.registry.records() if r.id in paused and where.matches(r)]
     running, unlisted = await running_workers(holder, where, remote) if remote else ([], None)
+    if remote:
+        running += _running_children(holder, where, paused)
     targets = {r.id: Target(r.node_id or "", r.pid or 0) for r in running}
     outcomes, remote_outcomes = await asyncio.gather(
         asyncio.gather(*(_held_stack(holder, r.id, options) for r in held), return_exceptions=True),

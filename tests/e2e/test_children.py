@@ -18,7 +18,14 @@ import pytest
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 from tests.conftest import Connect
-from tests.e2e.conftest import JOBS, BridgeProcess, break_line, start_job, stop_job
+from tests.e2e.conftest import (
+    JOBS,
+    BridgeProcess,
+    break_line,
+    require_ptrace,
+    start_job,
+    stop_job,
+)
 from tests.e2e.test_bridge import evaluate
 from tests.e2e.test_live import top_frame
 
@@ -75,6 +82,7 @@ async def stops_at(client: DapClient, line: int, count: int) -> list[dict[str, A
 async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_and_may_die(
     ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, tmp_path: Path
 ) -> None:
+    require_ptrace()
     release = tmp_path / "release"
     env = {"CHILDREN_RELEASE": str(release), "CHILD_BREAKPOINT": "1"}
     job = await asyncio.to_thread(start_job, ray_head.address, "children_pool.py", env)
@@ -82,6 +90,13 @@ async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_a
         pool = await asyncio.to_thread(wait_for, bridge, parent_running(job.job_id, "Pool.run"))
         # Two children, and the resource tracker multiprocessing starts for spawned ones.
         await asyncio.to_thread(wait_for, bridge, lambda ws: len(children_of(pool["id"])(ws)) >= 2)
+
+        # Running, they are read with py-spy: the merged stacks show them beside their parent.
+        running = await asyncio.to_thread(bridge.get, f"/api/v1/stacks?job={job.job_id}")
+        readers = {w["id"]: w for w in running["workers"]}
+        assert pool["id"] in readers and "Pool.run" in str(running["tree"])
+        assert [w for w in readers.values() if w["parent"] == pool["id"]], running["failed"]
+        assert "child_loop" in str(running["tree"])
 
         # A follow session's breakpoint in the children's code stops both where they loop.
         client = await dap_connect(bridge.dap_host, bridge.dap_port)
@@ -103,7 +118,7 @@ async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_a
             (job.job_id, True, pool["node_ip"])
         }
 
-        # Merged stacks show them beside their parent, in its job.
+        # Paused, their stacks come from debugpy, still beside their parent.
         stacks = await asyncio.to_thread(bridge.get, f"/api/v1/stacks?job={job.job_id}")
         shown = {w["id"]: w for w in stacks["workers"]}
         assert {c["id"] for c in children} <= set(shown) and pool["id"] in shown
@@ -170,5 +185,26 @@ async def test_dataloader_workers_stop_at_a_breakpoint_set_before_they_started(
         await asyncio.to_thread(
             wait_for, bridge, lambda ws: not children_of(load["id"])(ws) or None
         )
+    finally:
+        stop_job(job)
+
+
+async def test_a_job_that_turns_children_off_runs_them_undebugged(
+    ray_head: LocalRay, bridge: BridgeProcess, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    release.touch()
+    env = {"CHILDREN_RELEASE": str(release), "CHILD_BREAKPOINT": "1", "RAYDAP_CHILDREN": "0"}
+    job = await asyncio.to_thread(start_job, ray_head.address, "children_pool.py", env)
+    try:
+        result = asyncio.create_task(asyncio.to_thread(job.result))
+        seen: set[str] = set()
+        while not result.done():
+            workers = bridge.get("/api/v1/workers")["workers"]
+            seen |= {w["id"] for w in workers if w["job_id"] == job.job_id and w["parent"]}
+            await asyncio.sleep(0.1)
+        # Child 1's breakpoint() is skipped (with a warning in its log), not waited in.
+        assert await result == "([100, 200], [0, 0])"
+        assert not seen
     finally:
         stop_job(job)

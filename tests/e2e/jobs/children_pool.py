@@ -1,6 +1,6 @@
 """A live job whose actor starts two multiprocessing (spawn) children. Each child waits for the
 file named by CHILDREN_RELEASE; the child numbered CHILD_BREAKPOINT then calls breakpoint().
-The actor returns its children's results and exit codes."""
+The actor returns its children's results and exit codes. RAYDAP_CHILDREN is passed on."""
 
 import multiprocessing
 import os
@@ -11,7 +11,8 @@ import ray
 ray.init(runtime_env={
     "worker_process_setup_hook": "raydap.live.setup",
     "working_dir": str(Path(__file__).with_name("children_code")),
-    "env_vars": {n: os.environ.get(n, "") for n in ("CHILDREN_RELEASE", "CHILD_BREAKPOINT")},
+    "env_vars": {n: os.environ.get(n, "") for n in ("CHILDREN_RELEASE", "CHILD_BREAKPOINT",
+                                                       "RAYDAP_CHILDREN")},
 })  # fmt: skip
 print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
 
