@@ -13,12 +13,12 @@ STAMP      := $(VENV)/.installed
 
 # Every Python raydap supports. `make test` runs the whole suite on PYTHON, then a reduced but
 # real one on each other version found here (unit, integration, and the end-to-end core, live,
-# follow and stacks tests on a real Ray head). `MATRIX=` skips it; in CI a missing one fails.
+# follow, stacks and child-process tests on a real Ray head). `MATRIX=` skips it; in CI a missing one fails.
 MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
-                tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py
+                tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py
 
-.PHONY: run test lint typecheck unit integration e2e bench bench-live bench-hangs clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test lint typecheck unit integration e2e bench bench-live bench-hangs bench-children clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -101,6 +101,9 @@ bench-live: $(STAMP)
 ## The hang benchmarks (about 25 minutes: the watch runs 10 minutes each way; needs torch, 3.11).
 bench-hangs: $(STAMP)
 	$(BIN)/python -m bench.hangs --json bench/results-hangs.json
+
+bench-children: $(STAMP)
+	$(BIN)/python -m bench.children --json bench/results-children.json
 
 $(EXT_STAMP): $(EXT)/package.json $(EXT)/package-lock.json
 	cd $(EXT) && npm ci --no-audit --no-fund --loglevel=error

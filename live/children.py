@@ -35,12 +35,12 @@ def enabled() -> bool:
 
 def configure() -> None:
     """Call before the worker's debugpy listens. With children off, debugpy leaves them
-    alone; with them on, they get a ``breakpoint()`` that works where they run."""
+    alone. Either way they get a ``breakpoint()`` that works where they run (or says why it
+    cannot, rather than failing in Ray's hook)."""
     if not enabled():
         import debugpy
 
         debugpy.configure(subProcess=False)
-        return
     import ray.util.rpdb
 
     # The worker's own breakpoint() stays Ray's, called as Ray's environment variable would.

@@ -21,10 +21,32 @@ def _short_path(path: str, width: int = 40) -> str:
     return path if len(path) <= width else "…" + path[-(width - 1) :]
 
 
+def under_parents(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each worker followed by its child processes (a child whose parent is not listed stays
+    where it was)."""
+    ids = {r["id"] for r in records}
+    children: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("parent") in ids:
+            children.setdefault(r["parent"], []).append(r)
+    ordered: list[dict[str, Any]] = []
+
+    def add(record: dict[str, Any]) -> None:
+        ordered.append(record)
+        for child in children.get(record["id"], []):
+            add(child)
+
+    for r in records:
+        if r.get("parent") not in ids:
+            add(r)
+    return ordered
+
+
 def breakpoint_rows(records: list[dict[str, Any]], now: float | None = None) -> list[list[str]]:
+    """One row per worker, each child process right under its worker (its task marked └)."""
     now = time.time() if now is None else now
     rows = []
-    for r in records:
+    for r in under_parents(records):
         where = r.get("location") or {}
         kind = r.get("kind", "")
         if r.get("exception"):
@@ -37,7 +59,7 @@ def breakpoint_rows(records: list[dict[str, Any]], now: float | None = None) -> 
                 r["id"],
                 kind,
                 r.get("job_id") or "-",
-                r.get("task_name") or "-",
+                ("└ " if r.get("parent") else "") + (r.get("task_name") or "-"),
                 describe(r.get("rank"), r.get("role")) or "-",
                 r.get("node_ip") or "-",
                 str(r.get("pid") or "-"),

@@ -71,9 +71,27 @@ function rankText(record) {
 }
 
 function taskName(record) {
-  const name = record.task_name || (record.kind === 'legacy-pdb' ? 'legacy pdb' : 'worker');
+  const name = record.task_name || (record.kind === 'legacy-pdb' ? 'legacy pdb'
+    : record.parent ? `child of ${record.parent}` : 'worker');
   const rank = rankText(record);
   return rank ? `${rank} ${name}` : name;
+}
+
+// Each worker followed by its child processes (DataLoader workers, multiprocessing children),
+// at any depth; a child whose worker is not listed stands on its own.
+function underParents(members) {
+  const ids = new Set(members.map((r) => r.id));
+  const children = new Map();
+  for (const r of members) {
+    if (r.parent && ids.has(r.parent)) {
+      if (!children.has(r.parent)) children.set(r.parent, []);
+      children.get(r.parent).push(r);
+    }
+  }
+  const ordered = [];
+  const add = (r) => { ordered.push(r); for (const c of children.get(r.id) || []) add(c); };
+  for (const r of members) if (!(r.parent && ids.has(r.parent))) add(r);
+  return ordered;
 }
 
 // -- hangs: a banner while a watched job is a suspected hang ---------------------------------
@@ -135,7 +153,8 @@ function workerRow(record) {
   }
   return el('tr', { 'data-worker': record.id },
     el('td', { class: 'mono', text: record.id }),
-    el('td', { text: taskName(record) }),
+    el('td', { text: (record.parent ? '└ ' : '') + taskName(record),
+      title: record.parent ? `child process of ${record.parent}` : '' }),
     el('td', { class: 'mono', text: file, title: where ? where.path : '' }),
     el('td', { text: where ? where.function : '' }),
     el('td', { text: record.node_ip || '' }),
@@ -168,7 +187,7 @@ function renderWorkers() {
     const head = el('tr', {}, ...['Id', 'Task', 'Where', 'Function', 'Node', 'Pid', 'State', 'Paused for',
       'Clients', 'Exception', ''].map((name) => el('th', { scope: 'col', text: name })));
     jobs.append(el('section', { class: 'job', 'aria-label': job ? `Job ${job}` : 'Job not known yet' }, heading,
-      el('table', {}, el('thead', {}, head), el('tbody', {}, ...members.map(workerRow)))));
+      el('table', {}, el('thead', {}, head), el('tbody', {}, ...underParents(members).map(workerRow)))));
   }
   $('empty').hidden = records.size > 0;
   const select = $('job-filter');

@@ -177,7 +177,10 @@ class Holder:
                 update: dict[str, Any] = {"job_id": parent.job_id}
                 if child.task_name is None and parent.task_name:
                     update["task_name"] = f"{parent.task_name} child"
-                self.registry.put(child.model_copy(update=update))
+                named = child.model_copy(update=update)
+                self.registry.put(named)
+                if (upstream := self.upstreams.get(child_id)) is not None:
+                    upstream.name = named.label  # what clients' messages call it
                 return
 
     def children_of(self, parent_id: str) -> list[BreakpointRecord]:

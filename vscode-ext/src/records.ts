@@ -34,6 +34,8 @@ export interface WorkerRecord {
   /** Its rank in the job (torch.distributed, Ray Train, verl) and role (verl), where known. */
   rank: number | null;
   role: string | null;
+  /** A child process of a worker (a DataLoader worker, a multiprocessing child): that worker's id. */
+  parent: string | null;
 }
 
 /** A watched job's hang verdict, as the events WebSocket announces a new one. */
@@ -135,6 +137,7 @@ export function parseRecord(value: unknown): WorkerRecord {
     live: raw.live === true,
     rank: raw.rank === null || raw.rank === undefined ? null : number(raw.rank, at('rank')),
     role: optionalText(raw.role, at('role')),
+    parent: optionalText(raw.parent, at('parent')),
   };
 }
 

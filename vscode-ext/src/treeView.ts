@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 
 import type { WorkerRecord } from './records';
 import type { StreamState } from './eventStream';
-import { buildTree, type JobNode, type TreeNode } from './workerTree';
+import { buildTree, type JobNode, type TreeNode, type WorkerNode } from './workerTree';
 
 export class WorkerTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
@@ -45,7 +45,10 @@ export class WorkerTreeProvider implements vscode.TreeDataProvider<TreeNode>, vs
       item.iconPath = new vscode.ThemeIcon('layers');
       return item;
     }
-    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+    const collapsible = node.children.length
+      ? vscode.TreeItemCollapsibleState.Expanded
+      : vscode.TreeItemCollapsibleState.None;
+    const item = new vscode.TreeItem(node.label, collapsible);
     item.id = `worker:${node.record.id}`;
     item.description = node.description;
     item.tooltip = node.tooltip;
@@ -60,12 +63,22 @@ export class WorkerTreeProvider implements vscode.TreeDataProvider<TreeNode>, vs
 
   getChildren(node?: TreeNode): TreeNode[] {
     if (node === undefined) return this.jobs;
-    return node.type === 'job' ? node.workers : [];
+    return node.type === 'job' ? node.workers : node.children;
   }
 
   getParent(node: TreeNode): TreeNode | undefined {
     if (node.type === 'job') return undefined;
-    return this.jobs.find((job) => job.jobId === node.record.job_id);
+    const job = this.jobs.find((j) => j.jobId === node.record.job_id);
+    if (node.record.parent === null || job === undefined) return job;
+    const find = (nodes: WorkerNode[]): WorkerNode | undefined => {
+      for (const candidate of nodes) {
+        if (candidate.record.id === node.record.parent) return candidate;
+        const deeper = find(candidate.children);
+        if (deeper) return deeper;
+      }
+      return undefined;
+    };
+    return find(job.workers) ?? job;
   }
 
   dispose(): void {

@@ -15,6 +15,8 @@ export interface WorkerNode {
   icon: string;
   /** Matched by the `when` clauses of the view's menus (see package.json). */
   contextValue: string;
+  /** Its child processes, shown under it. */
+  children: WorkerNode[];
 }
 
 export interface JobNode {
@@ -110,10 +112,25 @@ export function workerNode(record: WorkerRecord, nowSeconds: number): WorkerNode
     tooltip: lines.filter(Boolean).join('\n'),
     icon: icon(record),
     contextValue: `worker ${flags.join(' ')}`,
+    children: [],
   };
 }
 
-/** Jobs in id order (Ray's job ids grow), workers by when they paused, oldest first. */
+/** Workers with their child processes under them, at any depth (a child whose worker is not
+ * listed stands on its own). */
+function nest(nodes: WorkerNode[]): WorkerNode[] {
+  const byId = new Map(nodes.map((node) => [node.record.id, node]));
+  const top: WorkerNode[] = [];
+  for (const node of nodes) {
+    const parent = node.record.parent === null ? undefined : byId.get(node.record.parent);
+    if (parent === undefined) top.push(node);
+    else parent.children.push(node);
+  }
+  return top;
+}
+
+/** Jobs in id order (Ray's job ids grow), workers by when they paused, oldest first, each
+ * with its child processes under it. */
 export function buildTree(records: Iterable<WorkerRecord>, nowSeconds: number): JobNode[] {
   const jobs = new Map<string | null, WorkerRecord[]>();
   for (const record of records) {
@@ -125,11 +142,12 @@ export function buildTree(records: Iterable<WorkerRecord>, nowSeconds: number): 
     a === b ? 0 : a === null ? 1 : b === null ? -1 : a < b ? -1 : 1,
   );
   return ids.map((jobId) => {
-    const workers = (jobs.get(jobId) ?? [])
-      .sort((a, b) => a.paused_since - b.paused_since || (a.id < b.id ? -1 : 1))
-      .map((record) => workerNode(record, nowSeconds));
-    const paused = pausedCount(workers.map((w) => w.record));
-    const running = workers.filter((w) => runningLive(w.record)).length;
+    const records = (jobs.get(jobId) ?? []).sort(
+      (a, b) => a.paused_since - b.paused_since || (a.id < b.id ? -1 : 1),
+    );
+    const workers = nest(records.map((record) => workerNode(record, nowSeconds)));
+    const paused = pausedCount(records);
+    const running = records.filter(runningLive).length;
     return {
       type: 'job',
       jobId,

@@ -111,3 +111,16 @@ test('a live worker that runs is shown running, can be attached to and paused, n
   assert.equal(job?.description, '1 paused · 1 running');
   assert.equal(pausedCount([running]), 0);
 });
+
+test('child processes are shown under the worker that started them, at any depth', () => {
+  const worker = record({ id: 'w', task_name: 'Pool.run', live: true, state: 'running' });
+  const child = record({ id: 'c', parent: 'w', task_name: 'SpawnProcess-1 child_loop', paused_since: 900 });
+  const grandchild = record({ id: 'g', parent: 'c', task_name: 'DataLoader worker 0', live: true, state: 'running' });
+  const orphan = record({ id: 'o', parent: 'gone', task_name: 'DataLoader worker 1' });
+  const [job] = buildTree([grandchild, child, orphan, worker], 1_000);
+  assert.deepEqual(job?.workers.map((w) => w.record.id), ['o', 'w']);
+  const shown = job?.workers.find((w) => w.record.id === 'w');
+  assert.deepEqual(shown?.children.map((c) => c.label), ['SpawnProcess-1 child_loop']);
+  assert.deepEqual(shown?.children[0]?.children.map((c) => c.record.id), ['g']);
+  assert.equal(job?.description, '2 paused · 2 running', 'children are counted as workers');
+});
