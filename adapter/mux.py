@@ -65,6 +65,8 @@ class Worker:
     #: Its rank in the job and its role, where known (``rank 3``, ``critic``).
     rank: int | None = None
     role: str | None = None
+    #: A child process of a worker: that worker's key.
+    parent: str | None = None
 
     @property
     def label(self) -> str:
@@ -74,7 +76,8 @@ class Worker:
         """The worker as fields, for clients that act on them (a thread's ``worker``) rather
         than parse display names."""
         facts = {"key": self.key, "label": self.label, "task": self.task, "pid": self.pid,
-                 "node": self.node, "rank": self.rank, "role": self.role}  # fmt: skip
+                 "node": self.node, "rank": self.rank, "role": self.role,
+                 "parent": self.parent}  # fmt: skip
         return {name: value for name, value in facts.items() if value is not None}
 
 

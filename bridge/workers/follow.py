@@ -113,6 +113,7 @@ def worker_of(record: BreakpointRecord, upstream: Upstream) -> Worker:
         node=record.node_ip,
         rank=record.rank,
         role=record.role,
+        parent=record.parent,
     )
 
 

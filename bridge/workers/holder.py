@@ -57,10 +57,11 @@ def record_id(worker_id: str) -> str:
     return worker_id[:12]
 
 
-def child_record_id(parent_worker_id: str, pid: int) -> str:
+def child_record_id(parent: BreakpointRecord, pid: int) -> str:
     """A child process's id: as short as a worker's, and not a prefix-mate of its parent's
-    (``raydap attach <parent prefix>`` must still name the parent alone)."""
-    return hashlib.sha256(f"{parent_worker_id}/{pid}".encode()).hexdigest()[:12]
+    (``raydap attach <parent prefix>`` must still name the parent alone). A pid is unique
+    among a worker's children while they run; a grandchild is its child's child."""
+    return hashlib.sha256(f"{parent.worker_id or parent.id}/{pid}".encode()).hexdigest()[:12]
 
 
 class Holder:
@@ -138,10 +139,10 @@ class Holder:
         parent's debugpy adapter (returns at once). It runs on once held, like a live
         worker, and is let go with its parent."""
         parent = self.registry.get(parent_id)
-        if parent is None or parent.worker_id is None:
+        if parent is None:
             return  # the parent left: debugpy lets an unclaimed child run on
         record = BreakpointRecord(
-            id=child_record_id(parent.worker_id, pid),
+            id=child_record_id(parent, pid),
             node_id=parent.node_id,
             node_ip=parent.node_ip,
             pid=pid,

@@ -114,6 +114,9 @@ async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_a
         assert sorted(c["task_name"] for c in children) == [
             "SpawnProcess-1 child_loop", "SpawnProcess-2 child_loop"
         ]  # fmt: skip
+        threads = (await client.request("threads")).body["threads"]
+        as_threads = [t["worker"] for t in threads if t["worker"].get("parent") == pool["id"]]
+        assert {w["key"] for w in as_threads} >= {c["id"] for c in children}  # threads say so
         assert {(c["job_id"], c["live"], c["node_ip"]) for c in children} == {
             (job.job_id, True, pool["node_ip"])
         }

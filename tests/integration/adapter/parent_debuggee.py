@@ -16,6 +16,13 @@ def child(index: int, done: str) -> None:
     sys.exit(index)
 
 
+def nested(index: int, done: str) -> None:
+    """A child that starts a child of its own."""
+    grandchild = multiprocessing.get_context("fork").Process(target=child, args=(index, done))
+    grandchild.start()
+    grandchild.join()
+
+
 if __name__ == "__main__":
     go, done = sys.argv[1], sys.argv[2]
     host, port = debugpy.listen(("127.0.0.1", 0))
@@ -24,8 +31,12 @@ if __name__ == "__main__":
         time.sleep(0.01)
     with open(go) as chosen:
         methods = chosen.read().split()
-    children = [multiprocessing.get_context(m).Process(target=child, args=(i, done))
-                for i, m in enumerate(methods, 1)]  # fmt: skip
+    children = [
+        multiprocessing.get_context("fork").Process(target=nested, args=(i, done))
+        if method == "nested"
+        else multiprocessing.get_context(method).Process(target=child, args=(i, done))
+        for i, method in enumerate(methods, 1)
+    ]
     for process in children:
         process.start()
     for process in children:

@@ -114,3 +114,18 @@ async def test_a_parent_that_dies_takes_its_children_with_it(
     parent.process.send_signal(signal.SIGKILL)
     await parent.until(lambda: not parent.registry.records())
     assert not parent.holder.upstreams
+
+
+async def test_a_childs_own_children_are_held_under_it(parent: Parent, tmp_path: Path) -> None:
+    await parent.hold(str(tmp_path))
+    parent.go.write_text("nested")
+    await parent.until(lambda: parent.held_children() == 1)
+    [child] = parent.children()
+    await parent.until(
+        lambda: any(r.parent == child.id and r.id in parent.holder.upstreams
+                    for r in parent.registry.records())
+    )  # fmt: skip
+    [grandchild] = [r for r in parent.registry.records() if r.parent == child.id]
+    assert grandchild.pid != child.pid and grandchild.working_dir == str(tmp_path)
+    parent.done.touch()
+    await parent.until(lambda: len(parent.registry.records()) == 1)  # the worker alone
