@@ -52,6 +52,7 @@ class Translation:
         threads = self.threads.ids_of(key)
         for ids in (self.threads, self.frames, self.variables, self.sources):
             ids.forget(key)
+        self.paths.roots.pop(key, None)  # a follow session sees hundreds of children come and go
         for reference, (worker, path) in list(self._unopenable.items()):
             if worker == key:
                 del self._unopenable[reference]

@@ -41,3 +41,15 @@ def test_files_the_client_cannot_open_get_one_reference_each() -> None:
     assert ids.to_client("w1", {"source": {"path": "/home/me/x.py"}}) == {
         "source": {"path": "/home/me/x.py"}
     }  # a file outside any package stays as it is
+
+
+def test_workers_that_leave_leave_no_path_roots_behind() -> None:
+    """A follow session sees hundreds of short-lived children (DataLoader workers, one set an
+    epoch): what it learned of each one's package directory goes with it."""
+    ids = Translation(PathMapper.from_attach({"localRoot": "/home/me/job"}))
+    for n in range(300):
+        key = f"child{n}"
+        shown = ids.to_client(key, {"source": {"path": f"{PKG}/data.py"}})
+        assert shown["source"]["path"] == "/home/me/job/data.py"
+        ids.forget(key)
+    assert ids.paths.roots == {}
