@@ -161,9 +161,7 @@ class Holder:
         if parent.job_id is None:  # a live worker is named once Ray lists its task
             self._spawn(self._name_child_after(parent.id, record.id))
         self._holding[record.id] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(self._hold(record, None))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._hold(record, None))
 
     async def _name_child_after(self, parent_id: str, child_id: str) -> None:
         """Give a child its parent's job (and a name, until it names itself at a stop) once
@@ -208,6 +206,12 @@ class Holder:
             return
         finally:
             self._holding.pop(record.id, None)
+        if record.parent is not None and record.parent not in self.registry:
+            await upstream.detach(f"its parent {record.parent} is gone")  # while it was held
+            self.registry.remove(record.id)
+            waiter.set_exception(AttachError(f"{record.label} left with its parent"))
+            waiter.exception()
+            return
         if record.live:
             self.policy.keep(record.id)
             if self.live_hooks is not None:
