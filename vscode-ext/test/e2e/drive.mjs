@@ -116,21 +116,25 @@ async function openRayViewWithToken(page) {
   return ray;
 }
 
-async function continueJobFromView(page, ray) {
-  const job = ray.locator('.monaco-list-row', { hasText: /^Job / }).first();
+/** Click a button of the job's row, then wait for `done`. A record that changes as the
+ * button is clicked redraws the row, and VS Code then runs the command without its row: it
+ * asks which job, and a person picks it. */
+async function onJobRow(page, job, button, done) {
   await job.hover();
   const jobId = ((await job.getAttribute('aria-label')) ?? '').match(/^Job (\w+)/)?.[1];
-  await job.getByRole('button', { name: 'Continue Job' }).click();
-  // A record that changes as the button is clicked redraws the row, and VS Code then runs the
-  // command without its row: it asks which job, and a person picks it.
-  const done = page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' });
+  await job.getByRole('button', { name: button }).click();
   const asked = page.locator('.quick-input-widget', { hasText: 'Which job?' });
   await done.or(asked).first().waitFor();
   if (await asked.isVisible()) {
     await asked.locator('.monaco-list-row', { hasText: jobId ?? '' }).first().click();
-    say('the view asked which job (its row was redrawn as it was clicked): picked it');
+    say(`the view asked which job for ${button} (its row was redrawn as it was clicked): picked it`);
   }
   await done.waitFor();
+}
+
+async function continueJobFromView(page, ray) {
+  const job = ray.locator('.monaco-list-row', { hasText: /^Job / }).first();
+  await onJobRow(page, job, 'Continue Job', page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' }));
   say('continued the job from the view: nothing is paused any more');
 }
 
@@ -175,10 +179,8 @@ async function attachAndFollow(page) {
   // stops), or a first stop of another worker if Ray ran step(1) elsewhere.
   const next = await nextStop(ray, stopKey(row));
   say(`the view lists the next stop: ${next}`);
-  await job.hover();
-  await job.getByRole('button', { name: 'Follow Job' }).click();
   const nextFrame = page.locator('.debug-call-stack .monaco-list-row', { hasText: 'train_step' }).first();
-  await nextFrame.waitFor();
+  await onJobRow(page, job, 'Follow Job', nextFrame);
   const second = await evaluate(page, 'n + 100', '101');
   say(`following the job over WebSocket: the second stop has n + 100 = ${second}`);
   await page.screenshot({ path: join(screenshots, 'vscode-follow-job.png') });
@@ -272,9 +274,7 @@ async function liveBreakpoints(page) {
 
   // 3. Following the job sends it to both ranks, and both stop there.
   const job = ray.locator('.monaco-list-row', { hasText: /^Job / }).first();
-  await job.hover();
-  await job.getByRole('button', { name: 'Follow Job' }).click();
-  await page.locator('.statusbar-item', { hasText: 'Ray: 2 paused' }).waitFor();
+  await onJobRow(page, job, 'Follow Job', page.locator('.statusbar-item', { hasText: 'Ray: 2 paused' }));
   await page.locator('.debug-call-stack .monaco-list-row', { hasText: 'spin' }).first().waitFor();
   // Verified once the workers have it: a filled dot, not the hollow one of an unverified breakpoint.
   await breakpoints.locator('.monaco-list-row', { hasText: 'loop.py' }).locator('.codicon-debug-breakpoint').waitFor();
