@@ -14,10 +14,8 @@ C3  the cost to a job that starts many processes: an actor forks 200 children th
 
 from __future__ import annotations
 
-import argparse
 import ast
 import asyncio
-import json
 import os
 import platform
 import sys
@@ -26,7 +24,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from bench.run import HERE, http, ms, process, serve, settle, until, usage
+from bench.run import HERE, http, ms, options_for, process, report, serve, settle, until, usage
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 
@@ -125,17 +123,8 @@ async def run(smoke: bool) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--smoke", action="store_true", help="every stage, briefly")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    options = parser.parse_args()
-    results = asyncio.run(run(options.smoke))
-    text = json.dumps(results, indent=2)
-    print(text)
-    if options.json:
-        options.json.write_text(text + "\n")
+    options = options_for(__doc__).parse_args()
+    report(asyncio.run(run(options.smoke)), options.json)
     return 0
 
 

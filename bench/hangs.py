@@ -15,7 +15,6 @@ H3  four real gloo ranks train; rank 3 gets stuck in its data loader: the time f
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
 import json
@@ -29,7 +28,7 @@ from typing import IO, Any
 
 import psutil
 
-from bench.run import HERE, http, ms, process, serve, settle, until, usage
+from bench.run import HERE, http, ms, options_for, process, report, serve, settle, until, usage
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
 from raydap.bridge.cluster.pyspy import parse_json
@@ -229,18 +228,10 @@ async def run(smoke: bool, minutes: float) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--smoke", action="store_true", help="every stage, briefly")
+    parser = options_for(__doc__)
     parser.add_argument("--minutes", type=float, default=10.0, help="H2's run, each way (10)")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
     options = parser.parse_args()
-    results = asyncio.run(run(options.smoke, options.minutes))
-    text = json.dumps(results, indent=2)
-    print(text)
-    if options.json:
-        options.json.write_text(text + "\n")
+    report(asyncio.run(run(options.smoke, options.minutes)), options.json)
     return 0
 
 

@@ -752,25 +752,37 @@ async def run(smoke: bool) -> dict[str, Any]:
     return results
 
 
-def main() -> int:
+def options_for(description: str | None) -> argparse.ArgumentParser:
+    """The options every benchmark takes (``--smoke``, ``--json``). Stopped with SIGTERM (a
+    test's time ran out), a benchmark unwinds: the Ray head, bridges and jobs it started are
+    stopped on the way out, not left running."""
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+        description=description, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--smoke", action="store_true", help="every stage, briefly (for CI)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    return parser
+
+
+def report(results: dict[str, Any], path: Path | None) -> None:
+    """Print the figures as JSON, and write them to ``path`` if given."""
+    text = json.dumps(results, indent=2)
+    print(text)
+    if path:
+        path.write_text(text + "\n")
+
+
+def main() -> int:
+    parser = options_for(__doc__)
     parser.add_argument(
         "--live-only", action="store_true",
         help="only P7 on a real Ray head (live overhead and stops): per Python version",
     )  # fmt: skip
     options = parser.parse_args()
-    # Stopped with SIGTERM (a test's time ran out), unwind: the Ray head, bridges and jobs
-    # started here are stopped on the way out, not left running.
-    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     results = asyncio.run((run_live_only if options.live_only else run)(options.smoke))
     print(table(results))
-    print(json.dumps(results, indent=2))
-    if options.json:
-        options.json.write_text(json.dumps(results, indent=2) + "\n")
+    report(results, options.json)
     return 0
 
 

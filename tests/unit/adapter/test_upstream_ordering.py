@@ -1,47 +1,71 @@
 """Upstream state follows the wire order of what the worker sends.
 
-A minimal DAP peer stands in for debugpy here (real debugpy sends the next stop a moment
-later, in a separate read, so it cannot produce this ordering on demand; Ray workers did): it
-writes its ``continue`` response and the next ``stopped`` event in one write.
+A minimal DAP peer stands in for debugpy here (real debugpy cannot produce these orderings on
+demand; Ray workers and pydevd did): a ``continue`` response and the next ``stopped`` event in
+one write, and a stop at a new breakpoint written before the answer that created it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from raydap.adapter import State, Upstream, open_tcp_channel
 from raydap.protocol import Decoder, Event, Request, encode, event, response_to
 
+STOPPED = event("stopped", {"reason": "breakpoint", "threadId": 1, "allThreadsStopped": True})
 
-async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    decoder, seq, attach = Decoder(), 0, None
+#: What the peer does with a request past the handshake: True once it has answered it.
+Handler = Callable[[Request, Callable[[object], None], asyncio.StreamWriter], Awaitable[bool]]
 
-    def framed(message: object) -> bytes:
-        nonlocal seq
-        seq += 1
-        return encode(message, seq)  # type: ignore[arg-type]
 
-    stopped = event("stopped", {"reason": "breakpoint", "threadId": 1, "allThreadsStopped": True})
-    while data := await reader.read(65536):
-        for request in decoder.feed(data):
-            assert isinstance(request, Request)
-            if request.command == "attach":
-                attach = request
-                writer.write(framed(event("initialized")))
-            elif request.command == "configurationDone":
-                assert attach is not None
-                writer.write(framed(response_to(request)) + framed(response_to(attach)))
-                writer.write(framed(stopped))
-            elif request.command == "continue":
-                answer = response_to(request, {"allThreadsContinued": True})
-                writer.write(framed(answer) + framed(stopped))  # one write, one read
-            else:
-                writer.write(framed(response_to(request, {})))
-        await writer.drain()
+def peer(
+    handle: Handler, stop_at_attach: bool = True
+) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """A DAP peer that attaches as debugpy does (``initialized``, then the attach answered
+    after ``configurationDone``), optionally stopped, and lets ``handle`` answer the rest;
+    anything it leaves is answered with an empty body."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        decoder, seq, attach = Decoder(), 0, None
+
+        def send(message: object) -> None:
+            nonlocal seq
+            seq += 1
+            writer.write(encode(message, seq))  # type: ignore[arg-type]
+
+        while data := await reader.read(65536):
+            for request in decoder.feed(data):
+                assert isinstance(request, Request)
+                if request.command == "attach":
+                    attach = request
+                    send(event("initialized"))
+                elif request.command == "configurationDone":
+                    assert attach is not None
+                    send(response_to(request))
+                    send(response_to(attach))
+                    if stop_at_attach:
+                        send(STOPPED)
+                elif not await handle(request, send, writer):
+                    send(response_to(request, {}))
+            await writer.drain()
+
+    return serve
+
+
+async def continued_then_stopped(
+    request: Request, send: Callable[[object], None], writer: asyncio.StreamWriter
+) -> bool:
+    """The ``continue`` answer and the next stop, in one write (so one read)."""
+    if request.command != "continue":
+        return False
+    send(response_to(request, {"allThreadsContinued": True}))
+    send(STOPPED)
+    return True
 
 
 async def test_a_stop_read_with_the_continue_response_is_kept() -> None:
-    server = await asyncio.start_server(peer, "127.0.0.1", 0)
+    server = await asyncio.start_server(peer(continued_then_stopped), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="peer")
     try:
@@ -56,40 +80,25 @@ async def test_a_stop_read_with_the_continue_response_is_kept() -> None:
         server.close()
 
 
-async def hit_before_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def hit_before_answer(
+    request: Request, send: Callable[[object], None], writer: asyncio.StreamWriter
+) -> bool:
     """A running worker that hits a breakpoint the moment it is set: its ``stopped`` event,
-    naming the new breakpoint's id, is written before the ``setBreakpoints`` response (pydevd
-    can do this: the stopping thread and the request's thread write to one queue)."""
-    decoder, seq, attach = Decoder(), 0, None
-
-    def framed(message: object) -> bytes:
-        nonlocal seq
-        seq += 1
-        return encode(message, seq)  # type: ignore[arg-type]
-
-    while data := await reader.read(65536):
-        for request in decoder.feed(data):
-            assert isinstance(request, Request)
-            if request.command == "attach":
-                attach = request
-                writer.write(framed(event("initialized")))
-            elif request.command == "configurationDone":
-                assert attach is not None
-                writer.write(framed(response_to(request)) + framed(response_to(attach)))
-            elif request.command == "setBreakpoints":
-                hit = {"reason": "breakpoint", "threadId": 1, "hitBreakpointIds": [7]}
-                writer.write(framed(event("stopped", hit)))
-                await writer.drain()
-                await asyncio.sleep(0.05)  # read apart, as on a real wire
-                answer = {"breakpoints": [{"id": 7, "verified": True, "line": 3}]}
-                writer.write(framed(response_to(request, answer)))
-            else:
-                writer.write(framed(response_to(request, {})))
-        await writer.drain()
+    naming the new breakpoint's id, goes out before the ``setBreakpoints`` answer (pydevd can
+    do this: the stopping thread and the request's thread write to one queue)."""
+    if request.command != "setBreakpoints":
+        return False
+    send(event("stopped", {"reason": "breakpoint", "threadId": 1, "hitBreakpointIds": [7]}))
+    await writer.drain()
+    await asyncio.sleep(0.05)  # read apart, as on a real wire
+    send(response_to(request, {"breakpoints": [{"id": 7, "verified": True, "line": 3}]}))
+    return True
 
 
 async def test_a_stop_sent_before_its_breakpoints_answer_names_the_breakpoint() -> None:
-    server = await asyncio.start_server(hit_before_answer, "127.0.0.1", 0)
+    server = await asyncio.start_server(
+        peer(hit_before_answer, stop_at_attach=False), "127.0.0.1", 0
+    )
     port = server.sockets[0].getsockname()[1]
     upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="peer")
     seen: list[object] = []
