@@ -6,6 +6,7 @@ disturbing their parents."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from raydap.bridge.client.dap_client import DapClient
@@ -68,6 +70,28 @@ def children_of(parent_id: str, state: str | None = None) -> Callable[[list[dict
     return find
 
 
+class Started:
+    """The child processes a job's workers started, as the bridge lists them: stopped by pid
+    at the end, since a killed job leaves its workers' children running (``psutil`` knows
+    each one's start time, so a reused pid is never mistaken for one of them)."""
+
+    def __init__(self) -> None:
+        self.processes: set[psutil.Process] = set()
+
+    def note(self, workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for worker in workers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if worker["parent"]:
+                    self.processes.add(psutil.Process(worker["pid"]))
+        return workers
+
+    def stop(self) -> None:
+        for process in self.processes:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        psutil.wait_procs(list(self.processes), timeout=10)
+
+
 async def stops_at(client: DapClient, line: int, count: int) -> list[dict[str, Any]]:
     """The top frames of the next ``count`` stops, each at ``line``."""
     frames = []
@@ -86,10 +110,17 @@ async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_a
     release = tmp_path / "release"
     env = {"CHILDREN_RELEASE": str(release), "CHILD_BREAKPOINT": "1"}
     job = await asyncio.to_thread(start_job, ray_head.address, "children_pool.py", env)
+    started = Started()
     try:
         pool = await asyncio.to_thread(wait_for, bridge, parent_running(job.job_id, "Pool.run"))
-        # Two children, and the resource tracker multiprocessing starts for spawned ones.
-        await asyncio.to_thread(wait_for, bridge, lambda ws: len(children_of(pool["id"])(ws)) >= 2)
+        # Two children, and the resource tracker multiprocessing starts for spawned ones,
+        # listed in the job.
+        await asyncio.to_thread(
+            wait_for,
+            bridge,
+            lambda ws: len([c for c in started.note(children_of(pool["id"])(ws))
+                            if c["job_id"] == job.job_id]) >= 2,
+        )  # fmt: skip
 
         # Running, they are read with py-spy: the merged stacks show them beside their parent.
         running = await asyncio.to_thread(bridge.get, f"/api/v1/stacks?job={job.job_id}")
@@ -157,6 +188,7 @@ async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_a
         assert listed["id"] not in str(threads.body)
     finally:
         stop_job(job)
+        started.stop()
 
 
 async def test_dataloader_workers_stop_at_a_breakpoint_set_before_they_started(
@@ -170,6 +202,7 @@ async def test_dataloader_workers_stop_at_a_breakpoint_set_before_they_started(
     )
     assert answer.body["breakpoints"][0]["verified"] is False  # no worker has the file yet
     job = await asyncio.to_thread(start_job, ray_head.address, "children_loader.py")
+    started = Started()
     try:
         # Each forked worker stops at its first item: the breakpoint reached it before it ran.
         frames = await stops_at(client, ITEM, 2)
@@ -178,7 +211,9 @@ async def test_dataloader_workers_stop_at_a_breakpoint_set_before_they_started(
         assert {await evaluate(client, f, "i") for f in frames} == {"0", "1"}
         load = parent_running(job.job_id, "load")(bridge.get("/api/v1/workers")["workers"])
         named = await asyncio.to_thread(
-            wait_for, bridge, lambda ws: sorted(c["task_name"] for c in children_of(load["id"])(ws))
+            wait_for,
+            bridge,
+            lambda ws: sorted(c["task_name"] for c in started.note(children_of(load["id"])(ws))),
         )
         assert named == ["DataLoader worker 0", "DataLoader worker 1"]
 
@@ -190,6 +225,7 @@ async def test_dataloader_workers_stop_at_a_breakpoint_set_before_they_started(
         )
     finally:
         stop_job(job)
+        started.stop()
 
 
 async def test_a_job_that_turns_children_off_runs_them_undebugged(

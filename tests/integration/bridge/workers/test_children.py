@@ -44,6 +44,15 @@ class Parent:
             worker_id="cd" * 28, ip="127.0.0.1", pid=self.process.pid, debugger_port=self.port
         )
         self.id = record_id(self.worker.worker_id)
+        #: Every process of the parent's tree seen so far: the parent may die before them.
+        self.started: set[psutil.Process] = set()
+        self.look()
+
+    def look(self) -> None:
+        """Remember the processes the parent has started (debugpy's adapter, its children)."""
+        with contextlib.suppress(psutil.NoSuchProcess):
+            root = psutil.Process(self.process.pid)
+            self.started |= {root, *root.children(recursive=True)}
 
     async def hold(self, working_dir: str) -> None:
         mark = LiveMark(pid=self.process.pid, cwd=working_dir)
@@ -59,19 +68,21 @@ class Parent:
     async def until(self, condition: Callable[[], object], timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
         while not condition():
+            self.look()
             assert time.monotonic() < deadline, self.registry.records()
             await asyncio.sleep(0.05)
+        self.look()
 
     def stop(self) -> None:
-        """Every process of this test, by pid: the parent and whatever it started."""
-        try:
-            processes = [psutil.Process(self.process.pid)]
-            processes += processes[0].children(recursive=True)
-        except psutil.NoSuchProcess:
-            processes = []
-        for process in processes:
+        """Every process of this test, by pid: the parent and whatever it started, orphans
+        of a parent that died included (a ``psutil.Process`` knows its start time, so a
+        reused pid is not mistaken for one of them)."""
+        self.done.touch()
+        self.look()
+        for process in self.started:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
+        psutil.wait_procs(list(self.started), timeout=10)
         self.process.wait()
 
 
