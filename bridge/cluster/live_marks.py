@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.bridge.cluster.locate import gcs_client
 from raydap.live import NAMESPACE, mark_key
@@ -24,7 +23,6 @@ log = logging.getLogger(__name__)
 _NAMESPACE = NAMESPACE.encode()
 _BREAKPOINTS = b"bridge:breakpoints"
 MAX_MARK_BYTES = 64 * 1024
-JOB_ID = re.compile(r"[0-9a-f]{2,32}")
 MAX_BREAKPOINTS_BYTES = 4 * 1024 * 1024
 
 
@@ -43,15 +41,6 @@ class LiveMark(BaseModel):
     stops_in_ray_hook: bool | None = None
     #: What names its rank in its environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``).
     env: dict[str, str] = Field(default_factory=dict, max_length=16)
-    #: The job it was started for (a Ray worker serves one job), so it is listed, and a
-    #: follow session of the job shows it, before Ray names its first task.
-    job: str | None = None
-
-    @field_validator("job", mode="before")
-    @classmethod
-    def _job_id(cls, value: object) -> str | None:
-        """A job id is hex; anything else is left unknown (the mark still counts)."""
-        return value if isinstance(value, str) and JOB_ID.fullmatch(value) else None
 
 
 class Marks(Protocol):

@@ -126,7 +126,6 @@ class Holder:
             live=live is not None,
             working_dir=live.cwd if live else None,
             rank=rank_from_environment(live.env) if live else None,
-            job_id=live.job if live else None,
         )
         if (self.registry.get(record.id) or record).state != "failed":
             self.registry.put(record)  # a failed one stays listed as such while retried
