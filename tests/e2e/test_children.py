@@ -92,6 +92,15 @@ class Started:
         psutil.wait_procs(list(self.processes), timeout=10)
 
 
+def until(check: Callable[[], Any], timeout: float = 60) -> Any:
+    """What ``check`` returns once it is something, asked every half second."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"{check.__name__} never came true"
+        time.sleep(0.5)
+    return found
+
+
 def files_of(tree: dict[str, Any], worker: str) -> set[str]:
     """The files of one worker's frames in a merged stack tree (function names differ by
     Python: py-spy says ``run`` on 3.10, ``Pool.run`` from 3.11)."""
@@ -131,12 +140,17 @@ async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_a
                             if c["job_id"] == job.job_id]) >= 2,
         )  # fmt: skip
 
-        # Running, they are read with py-spy: the merged stacks show them beside their parent.
-        running = await asyncio.to_thread(bridge.get, f"/api/v1/stacks?job={job.job_id}")
+        # Running, they are read with py-spy: the merged stacks show them beside their parent,
+        # in the job's code once they are in it (a child is held before it runs that code).
+        def in_child_loop() -> dict[str, Any] | None:
+            running = bridge.get(f"/api/v1/stacks?job={job.job_id}")
+            read = [w["id"] for w in running["workers"] if w["parent"] == pool["id"]]
+            looping = [c for c in read if "child_work.py" in files_of(running["tree"], c)]
+            return running if looping else None
+
+        running = await asyncio.to_thread(until, in_child_loop)
         readers = {w["id"]: w for w in running["workers"]}
         assert pool["id"] in readers and "children_pool.py" in files_of(running["tree"], pool["id"])
-        read = [w["id"] for w in readers.values() if w["parent"] == pool["id"]]
-        assert [c for c in read if "child_work.py" in files_of(running["tree"], c)], running
 
         # A follow session's breakpoint in the children's code stops both where they loop.
         client = await dap_connect(bridge.dap_host, bridge.dap_port)
