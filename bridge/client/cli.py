@@ -171,6 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="follow workers as they pause: all, or job=ID,task=GLOB,actor=ID,node=IP",
     )  # fmt: skip
 
+    commands.add_parser(
+        "mcp",
+        help="an MCP server on stdin/stdout for coding agents (ssh HEAD raydap mcp)",
+        description="Serve the bridge's MCP tools (list_workers, stacks, evaluate, "
+        "set_breakpoints, wait_for_pause, ...) on stdin/stdout, relayed to the bridge on this "
+        "machine or at RAYDAP_URL with RAYDAP_TOKEN. A view token gets only the reading tools.",
+    )
+
     demo = commands.add_parser("demo", help="run a local example end to end")
     demo.add_argument("--headless", action="store_true", help="attach, inspect, continue, check")
     demo.add_argument("--port", type=_port, default=7800, help="HTTP port (7800; 0 picks)")
@@ -188,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve": cmd_serve, "list": cmd_list, "continue": cmd_continue, "eval": cmd_eval,
         "snapshot": cmd_snapshot, "doctor": cmd_doctor, "attach": cmd_attach, "demo": cmd_demo,
         "dap": cmd_dap, "stacks": cmd_stacks, "pause": cmd_pause, "hangs": cmd_hangs,
+        "mcp": cmd_mcp,
     }[args.command]  # fmt: skip
     try:
         return int(handler(args))
@@ -423,6 +432,15 @@ def cmd_dap(args: argparse.Namespace) -> int:
         return asyncio.run(adapter.refuse(None, None, str(exc)))
     defaults = adapter.AttachDefaults(bridge.token, target)
     return asyncio.run(adapter.relay(bridge.host, dap_port, defaults, bridge.ssl_context()))
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from raydap.bridge.client.mcp_relay import relay
+
+    api = ApiClient()
+    api.get("/healthz")  # no bridge: say so now, on stderr, rather than to the agent later
+    asyncio.run(relay(api.target))
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

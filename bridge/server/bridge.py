@@ -24,6 +24,9 @@ from raydap.bridge.cluster.legacy import LegacyPdbDiscovery
 from raydap.bridge.cluster.live_marks import GcsMarks, Marks
 from raydap.bridge.cluster.locate import Cluster
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
+from raydap.bridge.mcp.desk import Desk
+from raydap.bridge.mcp.http import McpEndpoint
+from raydap.bridge.mcp.server import make_server
 from raydap.bridge.server import connection_file
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token, tokens_for
@@ -111,6 +114,10 @@ class Bridge:
         self.metrics.watch_hangs(self.hangs)
         self.auth = Authenticator(tokens_for(settings))
         self.audit = AuditLog(settings.audit_log)
+        desk = Desk(self.holder, self.remote_stacks, self.outside_pause, self.hangs)
+        self.mcp = McpEndpoint(
+            make_server(desk, self.audit.record, importlib.metadata.version("raydap"))
+        )
         self.dap = DapListener(
             self.resolve,
             self.capabilities,
@@ -186,7 +193,9 @@ class Bridge:
             remote_stacks=self.remote_stacks,
             outside_pause=self.outside_pause,
             hangs=self.hangs,
+            mcp=self.mcp,
         )
+        await self.mcp.start()
         settings = self.settings
         guard = BrowserGuard(settings.host, settings.allowed_hosts, settings.allowed_origins)
         self._runner = web.AppRunner(make_app(services, guard), access_log=None)
@@ -245,5 +254,6 @@ class Bridge:
         await self.ray_driver.close()
         if self._runner is not None:
             await self._runner.cleanup()
+        await self.mcp.stop()
         await self.dashboard.close()
         self.audit.close()

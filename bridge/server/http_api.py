@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from raydap.adapter import AttachError, UpstreamError
 from raydap.adapter.session import Resolver
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
+from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.server import endpoints, page, pdb_relay
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token
@@ -38,6 +39,9 @@ MAX_BODY_BYTES = 1024 * 1024
 #: Reachable without a token: liveness probes must not need a secret, and the web page and
 #: its login must load before it has one.
 OPEN_PATHS = frozenset({"/healthz", "/", "/api/v1/login", "/api/v1/logout"})
+#: POSTed to by view tokens too: MCP sends every message, reads included, as a POST, and its
+#: server offers and runs by the token's role, tool by tool.
+MCP_PATH = "/mcp"
 
 
 class StatusSource(Protocol):
@@ -64,6 +68,8 @@ class Services:
     outside_pause: OutsidePause | None = None
     #: Hang verdicts of watched jobs (None: the watch is off).
     hangs: HangWatch | None = None
+    #: ``/mcp`` for coding agents (None: not served).
+    mcp: McpEndpoint | None = None
 
 
 SERVICES = web.AppKey("services", Services)
@@ -141,7 +147,7 @@ async def authenticate(
             "this bridge needs a token: send 'Authorization: Bearer <secret>' (raydap "
             "commands find it in the bridge's connection file, or read RAYDAP_TOKEN)",
         )
-    if request.method == "POST" and not token.allows("continue"):
+    if request.method == "POST" and not token.allows("continue") and request.path != MCP_PATH:
         raise _error(
             web.HTTPForbidden, f"the token {token.name!r} may only look: use a debug token"
         )
@@ -301,6 +307,14 @@ async def watch_job(request: web.Request) -> web.Response:
     return web.json_response({"watching": body.job})
 
 
+async def mcp(request: web.Request) -> web.StreamResponse:
+    """MCP for coding agents (streamable HTTP): the tools of ``raydap.bridge.mcp``."""
+    endpoint = request.app[SERVICES].mcp
+    if endpoint is None:
+        raise _error(web.HTTPNotImplemented, "this bridge serves no MCP")
+    return await endpoint.handle(request, request[TOKEN])
+
+
 async def metrics(request: web.Request) -> web.Response:
     body = request.app[SERVICES].metrics.exposition()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -387,4 +401,7 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_get("/pdb", pdb_socket)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
+    # POST only: the transport is stateless (no session to DELETE) and sends nothing unasked
+    # (no stream to GET), so both get 405, as MCP allows.
+    app.router.add_post(MCP_PATH, mcp)
     return app

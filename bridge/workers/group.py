@@ -72,10 +72,12 @@ async def pause_all(holder: Holder, where: WorkerFilter) -> list[tuple[str, str 
             for rid, answer in answers]  # fmt: skip
 
 
-async def _evaluate_one(upstream: Upstream, expression: str) -> str:
-    _, frames = await upstream.stack(levels=1)
+async def _evaluate_one(upstream: Upstream, expression: str, frame: int) -> str:
+    _, frames = await upstream.stack(levels=frame + 1)
+    if frame >= len(frames):
+        raise UpstreamError(f"its stack has {len(frames)} frames, no frame {frame}")
     response = await upstream.request(
-        "evaluate", {"expression": expression, "frameId": frames[0]["id"], "context": "repl"}
+        "evaluate", {"expression": expression, "frameId": frames[frame]["id"], "context": "repl"}
     )
     if not response.success:
         raise UpstreamError(response.message or "evaluation failed")
@@ -83,10 +85,10 @@ async def _evaluate_one(upstream: Upstream, expression: str) -> str:
 
 
 async def evaluate_all(
-    holder: Holder, expression: str, where: WorkerFilter
+    holder: Holder, expression: str, where: WorkerFilter, frame: int = 0
 ) -> list[dict[str, str]]:
-    """Evaluate in the top frame of every matching paused worker, side by side."""
-    answers = await _each(_stopped(holder, where), lambda u: _evaluate_one(u, expression))
+    """Evaluate in frame ``frame`` (0: the top) of every matching paused worker, side by side."""
+    answers = await _each(_stopped(holder, where), lambda u: _evaluate_one(u, expression, frame))
     return [
         {"id": rid, "error": str(a)} if isinstance(a, UpstreamError) else {"id": rid, "result": a}
         for rid, a in answers

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
+
 ROOT = Path(__file__).resolve().parents[4]
 
 
@@ -37,3 +39,21 @@ def dashboard() -> Iterator[str]:
     for process in (cluster, debuggee):
         process.kill()
         process.wait()
+
+
+ALICE, BOB = "alice-debug-secret-0123456789", "bob-view-secret-0123456789ab"
+
+
+@pytest.fixture(scope="module")
+def secured(dashboard: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgeProcess]:
+    """A bridge with two tokens, alice (debug) and bob (view), and an audit log."""
+    home = tmp_path_factory.mktemp("secured")
+    tokens = home / "tokens"
+    tokens.write_text(f"# who may debug\nalice debug {ALICE}\nbob view {BOB}  # read-only\n")
+    args = ["--dashboard-url", dashboard, "--token-file", str(tokens),
+            "--audit-log", str(home / "audit.jsonl"), "--handshake-timeout", "1",
+            "--max-connections-per-address", "6"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "RAYDAP_TOKEN"}
+    bridge = start_bridge(args, home / "bridge.log", env)
+    yield bridge
+    stop_bridge(bridge)

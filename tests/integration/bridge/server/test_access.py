@@ -14,7 +14,6 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -25,23 +24,9 @@ from hypothesis import strategies as st
 from raydap.bridge.client.dap_client import DapClient, DapRequestFailed
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
+from tests.integration.bridge.server.conftest import ALICE, BOB
 
 ROOT = Path(__file__).resolve().parents[4]
-ALICE, BOB = "alice-debug-secret-0123456789", "bob-view-secret-0123456789ab"
-
-
-@pytest.fixture(scope="module")
-def secured(dashboard: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgeProcess]:
-    home = tmp_path_factory.mktemp("secured")
-    tokens = home / "tokens"
-    tokens.write_text(f"# who may debug\nalice debug {ALICE}\nbob view {BOB}  # read-only\n")
-    args = ["--dashboard-url", dashboard, "--token-file", str(tokens),
-            "--audit-log", str(home / "audit.jsonl"), "--handshake-timeout", "1",
-            "--max-connections-per-address", "6"]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "RAYDAP_TOKEN"}
-    bridge = start_bridge(args, home / "bridge.log", env)
-    yield bridge
-    stop_bridge(bridge)
 
 
 def get(bridge: BridgeProcess, path: str, token: str | None, body: bytes | None = None) -> int:

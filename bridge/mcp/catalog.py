@@ -1,0 +1,170 @@
+"""What each MCP tool takes (a pydantic model, whose JSON schema the agent is shown), what it
+does in words an agent can act on, and whether it only reads (all a view token is offered)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from raydap.bridge.workers.filters import WorkerFilter
+
+#: Longest a call may wait for workers (``wait_for_pause``, ``step``), in seconds.
+MAX_WAIT_S = 120.0
+
+
+def worker_field(required: bool) -> Any:
+    return Field(
+        ... if required else None,
+        min_length=1,
+        max_length=64,
+        pattern=r"^[0-9a-zA-Z]+$",
+        description="one worker's id, or a unique prefix of it (as list_workers shows)",
+    )
+
+
+Frame = Field(default=0, ge=0, le=200, description="frame index, 0 = where the worker stands")
+
+
+class Arguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ListWorkers(Arguments):
+    filter: WorkerFilter = Field(default_factory=WorkerFilter)
+
+
+class Stacks(Arguments):
+    filter: WorkerFilter = Field(default_factory=WorkerFilter)
+    locals: bool = Field(default=False, description="each frame's local variables too")
+
+
+class Evaluate(Arguments):
+    expression: str = Field(min_length=1, max_length=10_000, description="a Python expression")
+    filter: WorkerFilter = Field(default_factory=WorkerFilter)
+    worker: str | None = worker_field(required=False)
+    frame: int = Frame
+
+
+class Source(Arguments):
+    worker: str = worker_field(required=True)
+    frame: int = Frame
+    context_lines: int = Field(default=10, ge=0, le=200, description="lines shown each side")
+
+
+class Variables(Arguments):
+    worker: str = worker_field(required=True)
+    frame: int = Frame
+
+
+class SetBreakpoints(Arguments):
+    path: str = Field(
+        min_length=1, max_length=4096, description="the file as the workers see it (stacks show it)"
+    )
+    lines: list[int] = Field(min_length=1, max_length=100, description="1-based line numbers")
+    condition: str | None = Field(default=None, max_length=2000, description="stop only if true")
+    job: str | None = Field(default=None, max_length=200, description="job id; none: every job")
+
+
+class ClearBreakpoints(Arguments):
+    path: str = Field(min_length=1, max_length=4096)
+    job: str | None = Field(default=None, max_length=200, description="job id; none: every job")
+
+
+class WaitForPause(Arguments):
+    filter: WorkerFilter = Field(default_factory=WorkerFilter)
+    timeout_s: float = Field(default=30.0, gt=0, le=MAX_WAIT_S)
+    count: int = Field(default=1, ge=1, le=10_000, description="how many paused workers to await")
+
+
+class Group(Arguments):
+    filter: WorkerFilter = Field(default_factory=WorkerFilter)
+    worker: str | None = worker_field(required=False)
+
+
+class Step(Arguments):
+    worker: str = worker_field(required=True)
+    kind: Literal["over", "into", "out"] = "over"
+    timeout_s: float = Field(default=30.0, gt=0, le=MAX_WAIT_S)
+
+
+_FILTER_WORDS = (
+    "`filter` picks workers by any of job (id), task (glob on the task name or Actor.method), "
+    "actor (id or class), node (IP or node id prefix); empty means every worker."
+)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    arguments: type[Arguments]
+    description: str
+    #: Only reads: offered to view tokens. Anything that runs code or moves a worker is not.
+    reads: bool
+
+    def input_schema(self) -> dict[str, Any]:
+        return inline_refs(self.arguments.model_json_schema())
+
+
+TOOLS = (
+    Tool("list_workers", ListWorkers, "The Ray workers the bridge holds: paused (at a "
+         "breakpoint(), an editor's breakpoint, an exception) and running live ones, each with "
+         "id, job, name, rank and role where known, node, pid, where it stands, state, and the "
+         f"exception of a post-mortem stop. {_FILTER_WORDS}", reads=True),
+    Tool("stacks", Stacks, "Merged stacks of a job's workers, paused and running (running ones "
+         "are read with py-spy without stopping them): ranks standing in the same place are "
+         "grouped, so a hung job shows which ranks wait in a collective and which is elsewhere "
+         f"(the straggler). With the hang watch on, its verdicts come too. {_FILTER_WORDS}",
+         reads=True),
+    Tool("evaluate", Evaluate, "Evaluate a Python expression in every matching paused worker "
+         "(or one `worker`), in frame `frame`, side by side; `differs` marks a value unlike the "
+         f"most common one. Runs code in the workers. {_FILTER_WORDS}", reads=False),
+    Tool("source", Source, "The code around where a paused worker stands (or the line of "
+         "frame `frame`), read on the worker's node, with the frame's function, file and line.",
+         reads=True),
+    Tool("variables", Variables, "The local variables of frame `frame` of a paused worker, "
+         "with their types; long values are cut (evaluate an expression for more).", reads=True),
+    Tool("set_breakpoints", SetBreakpoints, "Set line breakpoints in a file on the live "
+         "workers (jobs run with raydap.live) of `job`, or of every job: the workers stop there "
+         "without any breakpoint() in the code, and live workers that start later get them "
+         "too. Replaces the agent's earlier breakpoints in that file. Says, for each worker, "
+         "whether each line was verified. Then call wait_for_pause.", reads=False),
+    Tool("clear_breakpoints", ClearBreakpoints, "Remove the agent's breakpoints in a file on "
+         "the live workers of `job` (or every job). Paused workers stay paused.", reads=False),
+    Tool("wait_for_pause", WaitForPause, "Wait until at least `count` matching workers are "
+         "paused (workers paused already count), up to `timeout_s` seconds; returns them with "
+         f"where each stopped and why, or says none did in time. {_FILTER_WORDS}", reads=True),
+    Tool("continue_workers", Group, "Continue every matching paused worker at once (or one "
+         "`worker`); all of them when given neither, as ranks of a collective must run "
+         f"together. {_FILTER_WORDS}", reads=False),
+    Tool("pause_workers", Group, "Pause matching running workers where they are (or one "
+         "`worker`), with no breakpoint() in the code. A worker blocked in native code (a "
+         "collective, I/O) pauses when that call returns: it is listed as pending, with where "
+         f"it is blocked. {_FILTER_WORDS}", reads=False),
+    Tool("step", Step, "Step a paused worker one line (`over`), into a call, or out of its "
+         "function, and say where it stopped next (other workers stay as they are).",
+         reads=False),
+)  # fmt: skip
+
+BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with ``$ref``s to its ``$defs`` replaced by what they name: not every MCP
+    client follows references."""
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            reference = node.get("$ref")
+            if isinstance(reference, str) and reference.startswith("#/$defs/"):
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                return {**resolve(definitions[reference.removeprefix("#/$defs/")]), **rest}
+            return {k: resolve(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved

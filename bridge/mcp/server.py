@@ -1,0 +1,118 @@
+"""The MCP server: lists the tools a caller's token may use, and answers every call.
+
+A call is checked against its schema, refused if the token may only look and the tool does
+more, audited with the token's name, given at most :data:`CALL_LIMIT_S` seconds, and answered
+in small JSON; a bug in a tool becomes an error result, never a dropped request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from pydantic import ValidationError
+
+from raydap.bridge.mcp import catalog, fit
+from raydap.bridge.mcp.desk import Desk, ToolError
+from raydap.bridge.server.auth import Token
+
+log = logging.getLogger(__name__)
+
+#: The longest any call may take: the longest wait a tool allows, and a margin.
+CALL_LIMIT_S = catalog.MAX_WAIT_S + 30
+#: Where the HTTP layer leaves the caller's token and address in the request's ASGI scope.
+TOKEN_KEY, CLIENT_KEY = "raydap.token", "raydap.client"
+
+Audit = Callable[..., None]
+
+
+def offered(token: Token) -> list[catalog.Tool]:
+    """The tools a token may call: a view token only those that read."""
+    return [tool for tool in catalog.TOOLS if tool.reads or token.role == "debug"]
+
+
+def _listing(tool: catalog.Tool) -> types.Tool:
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema(),
+        annotations=types.ToolAnnotations(
+            read_only_hint=tool.reads, destructive_hint=False, open_world_hint=False
+        ),
+    )
+
+
+def _result(answer: dict[str, Any], *, error: bool = False) -> types.CallToolResult:
+    text = fit.dumps(answer)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+
+
+def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Token, str]:
+    scope = getattr(ctx.request, "scope", None) or {}
+    token = scope.get(TOKEN_KEY)
+    if not isinstance(token, Token):  # the HTTP layer always sets it: never run unchecked
+        raise PermissionError("the request carries no checked token")
+    return token, str(scope.get(CLIENT_KEY, "?"))
+
+
+async def call(
+    desk: Desk, token: Token, client: str, name: str, arguments: dict[str, Any], audit: Audit
+) -> types.CallToolResult:
+    """One tool call, whole: check, audit, run with a time limit, answer."""
+    tool = catalog.BY_NAME.get(name)
+    if tool is None:
+        return _result({"error": f"no tool {name!r}: list_tools says which there are"}, error=True)
+    if tool not in offered(token):
+        audit("mcp-refused", client=client, token=token.name, tool=name)
+        return _result({"error": f"the token {token.name!r} may only look: {name} runs code or "
+                        "moves workers and needs a debug token"}, error=True)  # fmt: skip
+    try:
+        ask = tool.arguments.model_validate(arguments)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        return _result({"error": f"bad arguments for {name}: {problems}"}, error=True)
+    audit("mcp", client=client, token=token.name, tool=name,
+          arguments=ask.model_dump(exclude_defaults=True))  # fmt: skip
+    try:
+        answer = await asyncio.wait_for(getattr(desk, name)(ask), CALL_LIMIT_S)
+    except ToolError as exc:
+        return _result({"error": str(exc)}, error=True)
+    except asyncio.TimeoutError:
+        return _result({"error": f"{name} took longer than {CALL_LIMIT_S:g} s"}, error=True)
+    except Exception as exc:  # a bug: the agent gets an answer, the log the trace
+        log.exception("MCP tool %s failed", name)
+        return _result({"error": f"{name} failed in the bridge: {exc!r}"}, error=True)
+    return _result(answer)
+
+
+def make_server(desk: Desk, audit: Audit, version: str) -> Server[Any]:
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        token, _ = _caller(ctx)
+        return types.ListToolsResult(tools=[_listing(tool) for tool in offered(token)])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        token, client = _caller(ctx)
+        return await call(desk, token, client, params.name, dict(params.arguments or {}), audit)
+
+    return Server(
+        "raydap",
+        version=version,
+        instructions=(
+            "Debug Ray jobs: list_workers and stacks show where every worker stands; evaluate, "
+            "variables and source read paused workers; set_breakpoints and wait_for_pause stop "
+            "live workers where you ask; continue_workers lets them go on. Ranks of one job "
+            "wait for each other in collectives: continue them together."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
