@@ -29,6 +29,8 @@ TOOLS       := .tools
 NODE24_DIR  := $(TOOLS)/node24
 CODE_SERVER := $(TOOLS)/code-server/node_modules/.bin/code-server
 DAP_CLIENTS := $(TOOLS)/dap-clients/node_modules/@vscode/debugadapter-testsupport
+# The MCP Inspector's CLI: an MCP client independent of the Python SDK, for tests/e2e/test_mcp.py.
+MCP_INSPECTOR := $(TOOLS)/mcp-inspector/node_modules/@modelcontextprotocol/inspector-cli
 APT_PACKAGES := chromium tmux gdb libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev
 NPM_INSTALL := npm install --no-audit --no-fund --no-save --loglevel=error
 
@@ -121,7 +123,11 @@ $(EXT)/raydap.vsix: $(EXT_STAMP) $(wildcard $(EXT)/src/*.ts) $(EXT)/package.json
 
 ## What the editor, terminal and stack tests need: Chromium, tmux and gdb (apt), Node 24, code-server and Microsoft's DebugClient
 ## (npm), under .tools/. (Neovim comes from PyPI with the test extras; nvim-dap from ../shared.)
-e2e-tools: $(TOOLS)/.apt $(CODE_SERVER) $(DAP_CLIENTS)
+e2e-tools: $(TOOLS)/.apt $(CODE_SERVER) $(DAP_CLIENTS) $(MCP_INSPECTOR)/.installed
+
+$(MCP_INSPECTOR)/.installed:
+	$(NPM_INSTALL) --prefix $(TOOLS)/mcp-inspector @modelcontextprotocol/inspector-cli@1.0.3
+	touch $@
 
 $(DAP_CLIENTS):
 	$(NPM_INSTALL) --prefix $(TOOLS)/dap-clients @vscode/debugadapter-testsupport@1.68.0
