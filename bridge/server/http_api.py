@@ -312,7 +312,8 @@ async def mcp(request: web.Request) -> web.StreamResponse:
     endpoint = request.app[SERVICES].mcp
     if endpoint is None:
         raise _error(web.HTTPNotImplemented, "this bridge serves no MCP")
-    return await endpoint.handle(request, request[TOKEN])
+    with _connection_slot(request):  # a call may wait for workers: one of the limited slots
+        return await endpoint.handle(request, request[TOKEN])
 
 
 async def metrics(request: web.Request) -> web.Response:

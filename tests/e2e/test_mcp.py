@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from raydap.bridge.client.local_ray import LocalRay
@@ -154,28 +155,40 @@ async def test_an_agent_stops_live_ranks_at_a_line_and_lets_them_finish(
     assert job.result() == "[1, 11]"
 
 
-async def test_an_agent_sees_which_ranks_of_a_hung_job_wait(
+async def test_an_agent_finds_and_frees_the_straggler_of_a_hung_job(
     bridge: BridgeProcess, run_job: Callable[[str], Job]
 ) -> None:
+    """docs/mcp.md's worked example: four torch.distributed ranks, rank 3 stuck in its data
+    loader while ranks 0-2 wait in all_reduce."""
+    pytest.importorskip("torch")
     require_ptrace()
-    job = run_job("hung_ranks.py")
+    job = run_job("gloo_hang.py")
 
-    def merged(answer: dict[str, Any]) -> bool:
-        return len(answer["workers"]) == 3 and not answer["failed"] and bool(waiting(answer))
-
-    def waiting(answer: dict[str, Any]) -> list[dict[str, Any]]:
-        found, nodes = [], list(answer["tree"]["children"])
+    def group(answer: dict[str, Any], function: str) -> list[int]:
+        """The ranks whose stacks pass through ``function``."""
+        ranks = {w["id"]: w.get("rank") for w in answer["workers"]}
+        nodes, found = [answer["tree"]], set()
         while nodes:
             node = nodes.pop()
             nodes += node["children"]
-            if node["function"] == "wait_for_peers" and len(node["workers"]) == 2:
-                found.append(node)
-        return found
+            if node["function"].endswith(function):
+                found |= {ranks.get(w) for w in node["workers"]}
+        return sorted(r for r in found if r is not None)
+
+    def hung(answer: dict[str, Any]) -> bool:
+        return group(answer, "all_reduce") == [0, 1, 2] and group(answer, "fetch_batch") == [3]
 
     async with agent(bridge) as session:
-        answer = await until(session, "stacks", merged, filter={"job": job.job_id})
-    [wait] = waiting(answer)
-    assert wait["line"] == break_line("hung_ranks.py", "wait")
-    names = {w["id"]: w for w in answer["workers"]}
-    assert set(wait["workers"]) < set(names)
-    assert all(names[w]["name"] == "rank" and names[w]["state"] == "running" for w in names)
+        answer = await until(session, "stacks", hung, filter={"job": job.job_id})
+        [straggler] = [w["id"] for w in answer["workers"] if w.get("rank") == 3]
+
+        paused = await call(session, "pause_workers", worker=straggler)
+        if paused.get("pending"):  # blocked in native code a moment: it pauses on return
+            await call(session, "wait_for_pause", filter={"job": job.job_id}, timeout_s=60)
+        source = await call(session, "source", worker=straggler, context_lines=3)
+        assert source["function"] == "fetch_batch" and "while not ready:" in source["code"]
+        seen = await call(session, "variables", worker=straggler)
+        assert {"name": "ready", "value": "False", "type": "bool"} in seen["variables"]
+        await call(session, "evaluate", worker=straggler, expression="ready = True")
+        assert (await call(session, "continue_workers", worker=straggler))["continued"]
+    assert job.result(timeout=120) == "[48.0, 48.0, 48.0, 48.0]"
