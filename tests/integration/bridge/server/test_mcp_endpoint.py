@@ -9,18 +9,23 @@ do what is the bridge's own business, so no Ray is needed here (tests/e2e/test_m
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.conftest import BridgeProcess
+from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
 from tests.integration.bridge.server.conftest import ALICE, BOB
 
 
@@ -121,3 +126,32 @@ def test_bad_mcp_input_gets_an_error_and_harms_nothing(secured: BridgeProcess) -
     listing = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}).encode()
     status, text = post(secured, accept, listing)
     assert status == 200 and json.loads(text)["id"] == 7  # the bridge serves on
+
+
+async def test_raydap_mcp_tells_the_agent_at_once_when_the_bridge_is_gone(
+    dashboard: str, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "RAYDAP_TOKEN"}
+    bridge = start_bridge(["--dashboard-url", dashboard], tmp_path / "bridge.log", env)
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "raydap.bridge", "mcp"],
+        env=dict(env, RAYDAP_URL=bridge.url, RAYDAP_TOKEN=bridge.token or ""),
+    )  # fmt: skip
+    try:
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as agent:
+            await agent.initialize()
+            assert not (await agent.call_tool("list_workers", {})).is_error
+            stop_bridge(bridge)
+            started = time.monotonic()
+            with pytest.raises(MCPError, match="did not answer"):
+                await agent.call_tool("list_workers", {})
+            assert time.monotonic() - started < 5
+    finally:
+        if bridge.process.poll() is None:
+            stop_bridge(bridge)
+    alone = subprocess.run(
+        [sys.executable, "-m", "raydap.bridge", "mcp"], capture_output=True, text=True,
+        timeout=60, env=dict(env, RAYDAP_URL=bridge.url), stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert alone.returncode == 1 and f"no raydap bridge at {bridge.url}" in alone.stderr
+    assert alone.stdout == ""  # nothing an agent would take for a message
