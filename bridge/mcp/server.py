@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
@@ -28,6 +29,12 @@ CALL_LIMIT_S = catalog.MAX_WAIT_S + 30
 TOKEN_KEY, CLIENT_KEY = "raydap.token", "raydap.client"
 
 Audit = Callable[..., None]
+#: Told of each call that ran or was refused: ``(tool, seconds, "ok" | "error" | "refused")``.
+Measure = Callable[[str, float, str], None]
+
+
+def _unmeasured(tool: str, seconds: float, outcome: str) -> None:
+    pass
 
 
 def offered(token: Token) -> list[catalog.Tool]:
@@ -59,39 +66,64 @@ def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Token, str]:
     return token, str(scope.get(CLIENT_KEY, "?"))
 
 
+Outcome = Literal["ok", "error", "refused"]
+
+
+def _failed(text: str, outcome: Outcome = "error") -> tuple[types.CallToolResult, Outcome]:
+    return _result({"error": text}, error=True), outcome
+
+
 async def call(
-    desk: Desk, token: Token, client: str, name: str, arguments: dict[str, Any], audit: Audit
+    desk: Desk,
+    token: Token,
+    client: str,
+    name: str,
+    arguments: dict[str, Any],
+    audit: Audit,
+    measure: Measure = _unmeasured,
 ) -> types.CallToolResult:
-    """One tool call, whole: check, audit, run with a time limit, answer."""
+    """One tool call, whole: check, audit, run with a time limit, answer, measure."""
+    started = time.monotonic()
+    result, outcome = await _call(desk, token, client, name, arguments, audit)
+    if name in catalog.BY_NAME:  # a made-up name is no label of a metric
+        measure(name, time.monotonic() - started, outcome)
+    return result
+
+
+async def _call(
+    desk: Desk, token: Token, client: str, name: str, arguments: dict[str, Any], audit: Audit
+) -> tuple[types.CallToolResult, Outcome]:
     tool = catalog.BY_NAME.get(name)
     if tool is None:
-        return _result({"error": f"no tool {name!r}: list_tools says which there are"}, error=True)
+        return _failed(f"no tool {name!r}: list_tools says which there are")
     if tool not in offered(token):
         audit("mcp-refused", client=client, token=token.name, tool=name)
-        return _result({"error": f"the token {token.name!r} may only look: {name} runs code or "
-                        "moves workers and needs a debug token"}, error=True)  # fmt: skip
+        return _failed(f"the token {token.name!r} may only look: {name} runs code or moves "
+                       "workers and needs a debug token", "refused")  # fmt: skip
     try:
         ask = tool.arguments.model_validate(arguments)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()[:5]
         )
-        return _result({"error": f"bad arguments for {name}: {problems}"}, error=True)
+        return _failed(f"bad arguments for {name}: {problems}")
     audit("mcp", client=client, token=token.name, tool=name,
           arguments=ask.model_dump(exclude_defaults=True))  # fmt: skip
     try:
         answer = await asyncio.wait_for(getattr(desk, name)(ask), CALL_LIMIT_S)
     except ToolError as exc:
-        return _result({"error": str(exc)}, error=True)
+        return _failed(str(exc))
     except asyncio.TimeoutError:
-        return _result({"error": f"{name} took longer than {CALL_LIMIT_S:g} s"}, error=True)
+        return _failed(f"{name} took longer than {CALL_LIMIT_S:g} s")
     except Exception as exc:  # a bug: the agent gets an answer, the log the trace
         log.exception("MCP tool %s failed", name)
-        return _result({"error": f"{name} failed in the bridge: {exc!r}"}, error=True)
-    return _result(answer)
+        return _failed(f"{name} failed in the bridge: {exc!r}")
+    return _result(answer), "ok"
 
 
-def make_server(desk: Desk, audit: Audit, version: str) -> Server[Any]:
+def make_server(
+    desk: Desk, audit: Audit, version: str, measure: Measure = _unmeasured
+) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -102,7 +134,8 @@ def make_server(desk: Desk, audit: Audit, version: str) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         token, client = _caller(ctx)
-        return await call(desk, token, client, params.name, dict(params.arguments or {}), audit)
+        arguments = dict(params.arguments or {})
+        return await call(desk, token, client, params.name, arguments, audit, measure)
 
     return Server(
         "raydap",

@@ -94,6 +94,10 @@ class Metrics:
             "raydap_auth_refusals", "Requests refused for their credentials or origin",
             ["where"], registry=self.registry,
         )  # fmt: skip
+        self._tool_calls = Histogram(
+            "raydap_mcp_call_seconds", "Coding agents' MCP tool calls, by tool and outcome",
+            ["tool", "outcome"], buckets=LATENCY_BUCKETS, registry=self.registry,
+        )  # fmt: skip
 
     def watch_hangs(self, watch: HangWatch | None) -> None:
         self._hangs.watch = watch
@@ -103,6 +107,10 @@ class Metrics:
 
     def discovery_poll(self, seconds: float, ok: bool) -> None:
         self._polls.labels("ok" if ok else "error").observe(seconds)
+
+    def tool_call(self, tool: str, seconds: float, outcome: str) -> None:
+        """``outcome``: ok, error (the tool said why) or refused (the token may only look)."""
+        self._tool_calls.labels(tool, outcome).observe(seconds)
 
     def refused(self, where: str) -> None:
         self._refusals.labels(where).inc()

@@ -92,6 +92,13 @@ async def test_a_view_token_is_offered_and_allowed_only_the_reading_tools(
     assert ("mcp", "alice", "evaluate") in mcp
     assert not [e for e in mcp if e[1] == "bob" and e[0] == "mcp" and e[2] == "evaluate"]
 
+    metrics = urllib.request.Request(secured.url + "/metrics")
+    metrics.add_header("Authorization", f"Bearer {BOB}")
+    with urllib.request.urlopen(metrics, timeout=10) as answer:
+        exposition = answer.read().decode()
+    assert 'raydap_mcp_call_seconds_count{outcome="refused",tool="evaluate"} 1.0' in exposition
+    assert 'raydap_mcp_call_seconds_count{outcome="ok",tool="evaluate"} 1.0' in exposition
+
 
 @pytest.mark.parametrize(
     ("headers", "status", "says"),

@@ -136,3 +136,21 @@ def test_differing_values_are_marked() -> None:
     assert [r.get("differs") for r in tie["results"]] == [True, True]
     same = desk._marked([{"id": "a", "result": "4"}, {"id": "b", "error": "NameError"}])
     assert all("differs" not in r for r in same["results"])
+
+
+async def test_each_call_of_a_known_tool_is_measured_with_its_outcome() -> None:
+    measured: list[tuple[str, str]] = []
+    desk = Desk(Holder(Registry()))
+
+    def measure(tool: str, seconds: float, outcome: str) -> None:
+        assert 0 <= seconds < 5
+        measured.append((tool, outcome))
+
+    for token, tool, arguments in (
+        (VIEW, "list_workers", {}),
+        (VIEW, "evaluate", {"expression": "1"}),
+        (DEBUG, "variables", {"worker": "nobody"}),
+        (DEBUG, "no_such_tool", {}),
+    ):
+        await call(desk, token, "127.0.0.1", tool, arguments, Audit(), measure)
+    assert measured == [("list_workers", "ok"), ("evaluate", "refused"), ("variables", "error")]
