@@ -115,9 +115,9 @@ class Bridge:
         self.auth = Authenticator(tokens_for(settings))
         self.audit = AuditLog(settings.audit_log)
         desk = Desk(self.holder, self.remote_stacks, self.outside_pause, self.hangs)
-        self.mcp = McpEndpoint(
-            make_server(desk, self.audit.record, importlib.metadata.version("raydap"))
-        )
+        version = importlib.metadata.version("raydap")
+        server = make_server(desk, self.audit.record, version, self.metrics.tool_call)
+        self.mcp = McpEndpoint(server)
         self.dap = DapListener(
             self.resolve,
             self.capabilities,
