@@ -17,8 +17,7 @@ from aiohttp import web
 from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from raydap.bridge.mcp.server import CLIENT_KEY, TOKEN_KEY
-from raydap.bridge.server.auth import Token
+from raydap.bridge.mcp.server import CLIENT_KEY, TOKEN_KEY, Caller
 
 #: Largest request body (one JSON-RPC message); the SDK answers 413 past it.
 MAX_BODY_BYTES = 256 * 1024
@@ -54,7 +53,7 @@ class McpEndpoint:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._running, 5)
 
-    async def handle(self, request: web.Request, token: Token) -> web.StreamResponse:
+    async def handle(self, request: web.Request, token: Caller) -> web.StreamResponse:
         extra = {TOKEN_KEY: token, CLIENT_KEY: request.remote or "?"}
         return await serve_asgi(self._manager.handle_request, request, extra)
 

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
@@ -19,7 +19,6 @@ from pydantic import ValidationError
 
 from raydap.bridge.mcp import catalog, fit
 from raydap.bridge.mcp.desk import Desk, ToolError
-from raydap.bridge.server.auth import Token
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +28,19 @@ CALL_LIMIT_S = catalog.MAX_WAIT_S + 30
 TOKEN_KEY, CLIENT_KEY = "raydap.token", "raydap.client"
 
 Audit = Callable[..., None]
+
+
+class Caller(Protocol):
+    """Who calls (one of the bridge's tokens): its name for the audit, its role for what it
+    may do (``debug``: everything; ``view``: only what reads)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
+
 #: Told of each call that ran or was refused: ``(tool, seconds, "ok" | "error" | "refused")``.
 Measure = Callable[[str, float, str], None]
 
@@ -37,7 +49,7 @@ def _unmeasured(tool: str, seconds: float, outcome: str) -> None:
     pass
 
 
-def offered(token: Token) -> list[catalog.Tool]:
+def offered(token: Caller) -> list[catalog.Tool]:
     """The tools a token may call: a view token only those that read."""
     return [tool for tool in catalog.TOOLS if tool.reads or token.role == "debug"]
 
@@ -58,10 +70,10 @@ def _result(answer: dict[str, Any], *, error: bool = False) -> types.CallToolRes
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
-def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Token, str]:
+def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Caller, str]:
     scope = getattr(ctx.request, "scope", None) or {}
-    token = scope.get(TOKEN_KEY)
-    if not isinstance(token, Token):  # the HTTP layer always sets it: never run unchecked
+    token: Caller | None = scope.get(TOKEN_KEY)
+    if token is None or token.role not in ("debug", "view"):  # the HTTP layer always sets it
         raise PermissionError("the request carries no checked token")
     return token, str(scope.get(CLIENT_KEY, "?"))
 
@@ -75,7 +87,7 @@ def _failed(text: str, outcome: Outcome = "error") -> tuple[types.CallToolResult
 
 async def call(
     desk: Desk,
-    token: Token,
+    token: Caller,
     client: str,
     name: str,
     arguments: dict[str, Any],
@@ -91,7 +103,7 @@ async def call(
 
 
 async def _call(
-    desk: Desk, token: Token, client: str, name: str, arguments: dict[str, Any], audit: Audit
+    desk: Desk, token: Caller, client: str, name: str, arguments: dict[str, Any], audit: Audit
 ) -> tuple[types.CallToolResult, Outcome]:
     tool = catalog.BY_NAME.get(name)
     if tool is None:

@@ -1,5 +1,5 @@
 """The direction of imports: bridge -> adapter -> protocol, and inside the bridge
-client -> server -> workers -> cluster. A module may import its own room and the rooms below
+client -> server -> mcp -> workers -> cluster. A module may import its own room and the rooms below
 it, never one above; the protocol layer does no I/O at all."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ ROOMS = [
     "raydap.adapter",
     "raydap.bridge.cluster",
     "raydap.bridge.workers",
+    "raydap.bridge.mcp",
     "raydap.bridge.server",
     "raydap.bridge.client",
     "raydap.bridge",
@@ -36,8 +37,10 @@ def modules() -> dict[str, Path]:
 
 
 def room(module: str) -> int:
-    return max(i for i, prefix in enumerate(ROOMS) if module == prefix or
-               module.startswith(prefix + "."))  # fmt: skip
+    """The room of the longest prefix that names the module (``raydap.bridge`` holds only
+    what no room inside the bridge does)."""
+    matching = [p for p in ROOMS if module == p or module.startswith(p + ".")]
+    return ROOMS.index(max(matching, key=len))
 
 
 def imports(path: Path) -> set[str]:
@@ -55,6 +58,12 @@ def test_the_package_is_found() -> None:
     assert {"raydap.protocol.codec", "raydap.adapter.mux", "raydap.bridge.client.cli"} <= set(
         modules()
     )
+
+
+def test_a_module_is_in_the_innermost_room_that_names_it() -> None:
+    assert ROOMS[room("raydap.bridge.server.http_api")] == "raydap.bridge.server"
+    assert ROOMS[room("raydap.bridge.__main__")] == "raydap.bridge"
+    assert ROOMS[room("raydap.protocol")] == "raydap.protocol"
 
 
 @pytest.mark.parametrize("module", sorted(modules()))
