@@ -4,9 +4,9 @@ does in words an agent can act on, and whether it only reads (all a view token i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raydap.bridge.workers.filters import WorkerFilter
 
@@ -24,11 +24,30 @@ def worker_field(required: bool) -> Any:
     )
 
 
+FilePath = Field(
+    min_length=2,
+    max_length=4096,
+    pattern=r"^(/|[A-Za-z]:[\\/])",
+    description="the file's absolute path as the workers see it (list_workers and stacks show it)",
+)
 Frame = Field(default=0, ge=0, le=200, description="frame index, 0 = where the worker stands")
 
 
 class Arguments(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class OneOrGroup(Arguments):
+    """Tools that act on one ``worker`` or on the group a ``filter`` picks, never both."""
+
+    filter: WorkerFilter = Field(default_factory=WorkerFilter)
+    worker: str | None = worker_field(required=False)
+
+    @model_validator(mode="after")
+    def _one_or_the_other(self) -> OneOrGroup:
+        if self.worker is not None and self.filter != WorkerFilter():
+            raise ValueError("give a worker or a filter, not both")
+        return self
 
 
 class ListWorkers(Arguments):
@@ -40,10 +59,8 @@ class Stacks(Arguments):
     locals: bool = Field(default=False, description="each frame's local variables too")
 
 
-class Evaluate(Arguments):
+class Evaluate(OneOrGroup):
     expression: str = Field(min_length=1, max_length=10_000, description="a Python expression")
-    filter: WorkerFilter = Field(default_factory=WorkerFilter)
-    worker: str | None = worker_field(required=False)
     frame: int = Frame
 
 
@@ -59,16 +76,16 @@ class Variables(Arguments):
 
 
 class SetBreakpoints(Arguments):
-    path: str = Field(
-        min_length=1, max_length=4096, description="the file as the workers see it (stacks show it)"
+    path: str = FilePath
+    lines: list[Annotated[int, Field(ge=1, le=10_000_000)]] = Field(
+        min_length=1, max_length=100, description="1-based line numbers"
     )
-    lines: list[int] = Field(min_length=1, max_length=100, description="1-based line numbers")
     condition: str | None = Field(default=None, max_length=2000, description="stop only if true")
     job: str | None = Field(default=None, max_length=200, description="job id; none: every job")
 
 
 class ClearBreakpoints(Arguments):
-    path: str = Field(min_length=1, max_length=4096)
+    path: str = FilePath
     job: str | None = Field(default=None, max_length=200, description="job id; none: every job")
 
 
@@ -78,9 +95,8 @@ class WaitForPause(Arguments):
     count: int = Field(default=1, ge=1, le=10_000, description="how many paused workers to await")
 
 
-class Group(Arguments):
-    filter: WorkerFilter = Field(default_factory=WorkerFilter)
-    worker: str | None = worker_field(required=False)
+class Group(OneOrGroup):
+    pass
 
 
 class Step(Arguments):

@@ -113,6 +113,8 @@ class Desk:
             code = str(ast.literal_eval(text))
         except (ValueError, SyntaxError):
             raise ToolError(f"cannot read {path} in {record.label}: {text[:200]}") from None
+        if not code:
+            raise ToolError(f"{path} cannot be read on {record.label}'s node (no such file?)")
         numbered = [
             f"{'→' if n == line else ' '}{n:5d}  {content}"
             for n, content in enumerate(code.splitlines(), first)

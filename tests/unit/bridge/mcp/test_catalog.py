@@ -44,8 +44,20 @@ def test_a_view_token_is_offered_only_what_reads() -> None:
         ("step", {"worker": "ab12", "kind": "sideways"}),
         ("list_workers", {"filter": {"rank": 3}}),
         ("evaluate", {"expression": "x", "unknown": 1}),
+        ("evaluate", {"expression": "x", "worker": "ab12", "filter": {"job": "02000000"}}),
+        ("continue_workers", {"worker": "ab12", "filter": {"task": "train*"}}),
+        ("set_breakpoints", {"path": "train.py", "lines": [3]}),  # relative: whose?
+        ("set_breakpoints", {"path": "/a/train.py", "lines": [0]}),
+        ("clear_breakpoints", {"path": "../train.py"}),
     ],
 )
 def test_arguments_outside_the_schema_are_refused(tool: str, arguments: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         catalog.BY_NAME[tool].arguments.model_validate(arguments)
+
+
+def test_windows_paths_and_one_worker_alone_are_fine() -> None:
+    catalog.BY_NAME["set_breakpoints"].arguments.model_validate(
+        {"path": "C:\\jobs\\train.py", "lines": [3]}
+    )
+    catalog.BY_NAME["evaluate"].arguments.model_validate({"expression": "x", "worker": "ab12"})
