@@ -130,9 +130,7 @@ class Holder:
         if (self.registry.get(record.id) or record).state != "failed":
             self.registry.put(record)  # a failed one stays listed as such while retried
         self._holding[record.id] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(self._hold(record, live))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._hold(record, live))
 
     def hold_child(self, parent_id: str, pid: int) -> None:
         """Start holding a child process of a held worker, which waits for a client on its
