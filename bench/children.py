@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from bench.run import HERE, http, ms, options_for, process, report, serve, settle, until, usage
+from bench.run import HERE, http, ms, process, run_benchmark, serve, settle, until, usage
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 
@@ -122,11 +122,5 @@ async def run(smoke: bool) -> dict[str, Any]:
     return results
 
 
-def main() -> int:
-    options = options_for(__doc__).parse_args()
-    report(asyncio.run(run(options.smoke)), options.json)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_benchmark(__doc__, run))

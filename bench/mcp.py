@@ -26,7 +26,7 @@ import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.run import fake_cluster, http, ms, options_for, report, serve, until, usage
+from bench.run import fake_cluster, http, ms, run_benchmark, serve, until, usage
 
 
 async def _calls(session: ClientSession, rounds: int, tool: str, **arguments: Any) -> list[float]:
@@ -104,11 +104,5 @@ async def run(smoke: bool) -> dict[str, Any]:
     return results
 
 
-def main() -> int:
-    options = options_for(__doc__).parse_args()
-    report(asyncio.run(run(options.smoke)), options.json)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_benchmark(__doc__, run))

@@ -773,6 +773,13 @@ def report(results: dict[str, Any], path: Path | None) -> None:
         path.write_text(text + "\n")
 
 
+def run_benchmark(description: str | None, run: Callable[[bool], Awaitable[dict[str, Any]]]) -> int:
+    """A benchmark's ``main`` taking only the common options: run it, report its figures."""
+    options = options_for(description).parse_args()
+    report(asyncio.run(run(options.smoke)), options.json)
+    return 0
+
+
 def main() -> int:
     parser = options_for(__doc__)
     parser.add_argument(
