@@ -159,6 +159,8 @@ def _explain(bridge: Bridge, example_id: str) -> None:
               token needed), or connect to 127.0.0.1:{dap_port} and send
               {{"command": "attach", "arguments": {{"breakpoint": "{example_id}",
               "token": "{token}"}}}}   (docs/clients.md: every editor)
+  coding agents: `{raydap} mcp` as an MCP server (stdio), or {bridge.url}/mcp with
+              the token as a Bearer header   (docs/mcp.md: Claude Code, Cursor, Codex ...)
 
 The job finishes once all three are continued ({raydap} continue --all).
 Ctrl-C stops the demo."""
