@@ -11,6 +11,13 @@ from typing import Any
 
 from raydap.protocol import Event, Response
 
+
+def exception_line(message: str | None) -> str:
+    """The exception line of a traceback: debugpy answers a failed evaluate with all of it."""
+    lines = [line.strip() for line in (message or "").strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
 #: debugpy's own events, meaningless to an editor talking to the bridge. ``debugpyAttach``
 #: (a child process of the worker wants a client) is the bridge's to answer: an editor given
 #: it would try to reach the worker's node itself.

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 from pydantic_core import PydanticUndefined
 
+from raydap.adapter.quirks import exception_line
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
-from raydap.bridge.client.pdb.evaluation import last_line
 from raydap.bridge.client.render import breakpoints_table, table
 from raydap.bridge.client.render_stacks import hang_report, stack_tree
 from raydap.bridge.server.settings import Settings, cli_fields
@@ -328,7 +328,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not results:
         print("no paused workers match")
         return 1
-    rows = [[r["id"], r["result"] if "result" in r else f"error: {last_line(r['error'])}"]
+    rows = [[r["id"], r["result"] if "result" in r else f"error: {exception_line(r['error'])}"]
             for r in results]  # fmt: skip
     print(table(["ID", args.expression], rows))
     return 0 if all("result" in r for r in results) else 1

@@ -13,6 +13,7 @@ from typing import Any
 
 from raydap.adapter import AttachError, State, Upstream, UpstreamError
 from raydap.adapter.breakpoints import set_arguments, spec_of, split
+from raydap.adapter.quirks import exception_line
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.mcp import catalog
 from raydap.bridge.workers import group, stacks
@@ -194,6 +195,8 @@ class Desk:
         for result in results:
             record = self.holder.registry.get(result["id"])
             named: dict[str, Any] = {**result, "name": record.label if record else None}
+            if "error" in result:  # the exception, not debugpy's whole traceback
+                named["error"] = exception_line(result["error"]) or result["error"]
             if record is not None and record.rank is not None:
                 named["rank"] = record.rank
             if len(values) > 1 and "result" in result and result["result"] != common:

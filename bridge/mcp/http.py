@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 from aiohttp import web
@@ -25,6 +26,8 @@ MAX_BODY_BYTES = 256 * 1024
 
 class McpEndpoint:
     def __init__(self, server: Server[Any]) -> None:
+        # The SDK logs every stateless request at INFO ("Terminating session: None").
+        logging.getLogger("mcp.server").setLevel(logging.WARNING)
         self._manager = StreamableHTTPSessionManager(
             server, json_response=True, stateless=True, max_request_body_size=MAX_BODY_BYTES
         )

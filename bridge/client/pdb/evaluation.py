@@ -13,6 +13,8 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
+from raydap.adapter.quirks import exception_line
+
 _BUILTINS = "__import__('builtins')"
 
 
@@ -52,15 +54,9 @@ def literal(result: str | None) -> tuple[Any, ...]:
     return value
 
 
-def last_line(message: str | None) -> str:
-    """The exception line of a traceback (debugpy answers a failed evaluate with all of it)."""
-    lines = [line.strip() for line in (message or "").strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
 def error_line(message: str | None) -> str:
     """``*** NameError: name 'x' is not defined``, as pdb prints an error."""
-    return "*** " + (last_line(message) or "error")
+    return "*** " + (exception_line(message) or "error")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 import pytest
 
+from raydap.adapter.quirks import exception_line
 from raydap.bridge.client.cli import build_parser, main
-from raydap.bridge.client.pdb.evaluation import last_line
 from raydap.bridge.client.render import breakpoints_table, duration
 from raydap.bridge.server.settings import Settings, cli_fields
 
@@ -49,7 +49,7 @@ def test_client_commands_explain_a_missing_bridge(
 
 def test_eval_errors_show_the_exception_line() -> None:
     traceback = 'Traceback (most recent call last):\n  File "<string>", line 1\nNameError: x\n'
-    assert last_line(traceback) == "NameError: x"
+    assert exception_line(traceback) == "NameError: x"
 
 
 def test_the_table_shows_what_a_person_looks_for() -> None:

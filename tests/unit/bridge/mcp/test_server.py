@@ -134,8 +134,10 @@ def test_differing_values_are_marked() -> None:
     assert [r["rank"] for r in said["results"]] == [0, 1, 2] and said["distinct_values"] == 2
     tie = desk._marked([{"id": "a", "result": "4"}, {"id": "b", "result": "5"}])
     assert [r.get("differs") for r in tie["results"]] == [True, True]
-    same = desk._marked([{"id": "a", "result": "4"}, {"id": "b", "error": "NameError"}])
+    traceback = 'Traceback (most recent call last):\n  File "<string>", line 1\nNameError: y\n'
+    same = desk._marked([{"id": "a", "result": "4"}, {"id": "b", "error": traceback}])
     assert all("differs" not in r for r in same["results"])
+    assert same["results"][1]["error"] == "NameError: y"  # the exception, not the traceback
 
 
 async def test_each_call_of_a_known_tool_is_measured_with_its_outcome() -> None:
