@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -59,13 +58,6 @@ def summary(record: BreakpointRecord) -> dict[str, Any]:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def _stack_worker(worker: dict[str, Any]) -> dict[str, Any]:
-    """A worker of the merged stacks' answer, as :func:`summary` shows one."""
-    names = {"id": "id", "state": "state", "task_name": "name", "job_id": "job", "rank": "rank",
-             "role": "role", "node_ip": "node", "pid": "pid", "parent": "parent"}  # fmt: skip
-    return {short: worker[key] for key, short in names.items() if worker.get(key) is not None}
-
-
 def _frame_facts(frame: dict[str, Any]) -> dict[str, Any]:
     return {
         "function": frame.get("name"),
@@ -90,7 +82,9 @@ class Desk:
     async def stacks(self, ask: catalog.Stacks) -> dict[str, Any]:
         options = stacks.StackOptions(locals=ask.locals)
         answer = await stacks.stacks(self.holder, ask.filter, self.remote_stacks, options)
-        answer["workers"] = [_stack_worker(w) for w in answer.get("workers", [])]
+        answer["workers"] = [  # records, as list_workers shows them
+            summary(BreakpointRecord.model_validate(w)) for w in answer.get("workers", [])
+        ]
         if self.hangs is not None:
             answer["hang_verdicts"] = [
                 v.model_dump(mode="json")
@@ -141,28 +135,20 @@ class Desk:
 
     async def wait_for_pause(self, ask: catalog.WaitForPause) -> dict[str, Any]:
         registry = self.holder.registry
-        subscription = registry.subscribe()
-        deadline = time.monotonic() + ask.timeout_s
-        try:
-            while True:
-                paused = [
-                    r for r in registry.records() if r.state == "paused" and ask.filter.matches(r)
-                ]
-                remaining = deadline - time.monotonic()
-                if len(paused) >= ask.count or remaining <= 0:
-                    break
-                try:
-                    await asyncio.wait_for(subscription.get(), remaining)
-                except asyncio.TimeoutError:
-                    continue
-        finally:
-            registry.unsubscribe(subscription)
-        shown = await asyncio.gather(*(self._where(r) for r in paused))
+
+        def paused() -> list[BreakpointRecord]:
+            return [r for r in registry.records() if r.state == "paused" and ask.filter.matches(r)]
+
+        enough = await registry.until(
+            lambda: found if len(found := paused()) >= ask.count else None, ask.timeout_s
+        )
+        paused_now = enough if enough is not None else paused()
+        shown = await asyncio.gather(*(self._where(r) for r in paused_now))
         answer: dict[str, Any] = {"paused": shown, "count": len(shown)}
-        if len(paused) < ask.count:
+        if len(paused_now) < ask.count:
             answer["timed_out"] = True
             answer["message"] = (
-                f"{len(paused)} of the {ask.count} awaited workers paused within "
+                f"{len(paused_now)} of the {ask.count} awaited workers paused within "
                 f"{ask.timeout_s:g} s"
             )
         return answer
@@ -172,11 +158,10 @@ class Desk:
     async def evaluate(self, ask: catalog.Evaluate) -> dict[str, Any]:
         if ask.worker is not None:
             record, upstream = await self._paused(ask.worker)
-            frame = await self._frame(upstream, ask.frame)
             try:
-                value = await self._evaluate(upstream, frame["id"], ask.expression)
+                value = await group.evaluate_one(upstream, ask.expression, ask.frame)
                 results = [{"id": record.id, "result": value}]
-            except ToolError as exc:
+            except UpstreamError as exc:
                 results = [{"id": record.id, "error": str(exc)}]
         else:
             results = await group.evaluate_all(
@@ -286,37 +271,23 @@ class Desk:
     async def step(self, ask: catalog.Step) -> dict[str, Any]:
         record, upstream = await self._paused(ask.worker)
         thread_id, _ = await upstream.stack(levels=1)
-        before = record.paused_since
-        registry = self.holder.registry
-        subscription = registry.subscribe()
-        try:
-            response = await upstream.request(STEPS[ask.kind], {"threadId": thread_id})
-            if not response.success:
-                raise ToolError(f"{record.label} refused to step: {response.message}")
-            stopped = await self._stopped_again(record.id, before, subscription, ask.timeout_s)
-        finally:
-            registry.unsubscribe(subscription)
+        response = await upstream.request(STEPS[ask.kind], {"threadId": thread_id})
+        if not response.success:
+            raise ToolError(f"{record.label} refused to step: {response.message}")
+
+        def stopped_again() -> BreakpointRecord | None:
+            now = self.holder.registry.get(record.id)
+            if now is None or now.state != "paused":
+                return None
+            # The keeper gives a later stop its own time: this one is after the step.
+            return now if now.paused_since > record.paused_since else None
+
+        stopped = await self.holder.registry.until(stopped_again, ask.timeout_s)
         if stopped is None:
             return {"worker": record.id, "running": True, "message": (
                 f"it did not stop again within {ask.timeout_s:g} s (it runs on; "
                 "wait_for_pause or pause_workers)")}  # fmt: skip
         return {"worker": record.id, "paused": await self._where(stopped)}
-
-    async def _stopped_again(
-        self, rid: str, before: float, subscription: Any, timeout: float
-    ) -> BreakpointRecord | None:
-        deadline = time.monotonic() + timeout
-        while (remaining := deadline - time.monotonic()) > 0:
-            record = self.holder.registry.get(rid)
-            if record is None:
-                return None
-            if record.state == "paused" and record.paused_since > before:
-                return record
-            try:
-                await asyncio.wait_for(subscription.get(), remaining)
-            except asyncio.TimeoutError:
-                break
-        return None
 
     # -- helpers ------------------------------------------------------------------------------
 

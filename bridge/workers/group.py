@@ -72,7 +72,8 @@ async def pause_all(holder: Holder, where: WorkerFilter) -> list[tuple[str, str 
             for rid, answer in answers]  # fmt: skip
 
 
-async def _evaluate_one(upstream: Upstream, expression: str, frame: int) -> str:
+async def evaluate_one(upstream: Upstream, expression: str, frame: int = 0) -> str:
+    """Evaluate in frame ``frame`` (0: the top) of a paused worker; UpstreamError if not."""
     _, frames = await upstream.stack(levels=frame + 1)
     if frame >= len(frames):
         raise UpstreamError(f"its stack has {len(frames)} frames, no frame {frame}")
@@ -88,7 +89,7 @@ async def evaluate_all(
     holder: Holder, expression: str, where: WorkerFilter, frame: int = 0
 ) -> list[dict[str, str]]:
     """Evaluate in frame ``frame`` (0: the top) of every matching paused worker, side by side."""
-    answers = await _each(_stopped(holder, where), lambda u: _evaluate_one(u, expression, frame))
+    answers = await _each(_stopped(holder, where), lambda u: evaluate_one(u, expression, frame))
     return [
         {"id": rid, "error": str(a)} if isinstance(a, UpstreamError) else {"id": rid, "result": a}
         for rid, a in answers

@@ -8,8 +8,11 @@ falls behind is never dropped silently: it gets a :class:`Resync` and reloads th
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from raydap.bridge.workers.records import BreakpointRecord
 
@@ -64,6 +67,9 @@ class Subscription:
         return item
 
 
+T = TypeVar("T")
+
+
 class LookupFailed(LookupError):
     """An id that names no worker, or more than one."""
 
@@ -116,6 +122,22 @@ class Registry:
         record = self._records.pop(record_id, None)
         if record is not None:
             self._publish(Change("removed", record))
+
+    async def until(self, found: Callable[[], T | None], timeout: float) -> T | None:
+        """What ``found`` returns once it is not None, asked again at each change of the
+        records; None if it still is after ``timeout`` seconds."""
+        subscription = self.subscribe()
+        deadline = time.monotonic() + timeout
+        try:
+            while (answer := found()) is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(subscription.get(), remaining)
+            return answer
+        finally:
+            self.unsubscribe(subscription)
 
     def subscribe(self) -> Subscription:
         subscription = Subscription(self._max_queued)

@@ -101,6 +101,9 @@ async def test_an_agent_debugs_the_demo_job(bridge: BridgeProcess, ray_head: Loc
             assert [r["result"] for r in evaluated["results"]] == ["49"]
             source = await call(session, "source", worker=by_function["square"]["id"])
             assert "→" in source["code"] and "breakpoint()" in source["code"]
+            stepped = await call(session, "step", worker=by_function["square"]["id"])
+            assert stepped["paused"]["at"]["line"] == source["line"] + 1  # `return y`
+            assert stepped["paused"]["reason"] == "step"
 
             # An independent client: the Inspector, over stdio and over /mcp.
             listing = inspector(sys.executable, "-m", "raydap.bridge", "mcp",

@@ -1,3 +1,4 @@
+import asyncio
 import time
 
 import pytest
@@ -90,3 +91,23 @@ def test_filters_match_by_job_task_glob_actor_and_node() -> None:
 def test_filter_rejects_unknown_fields() -> None:
     with pytest.raises(ValueError, match="extra"):
         WorkerFilter.model_validate({"jobs": "x"})
+
+
+async def test_until_asks_again_at_each_change_and_gives_up_in_time() -> None:
+    registry = Registry()
+    registry.put(record("a", state="running"))
+
+    def paused() -> BreakpointRecord | None:
+        found = registry.get("a")
+        return found if found is not None and found.state == "paused" else None
+
+    waiting = asyncio.create_task(registry.until(paused, 5))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    registry.put(record("a", state="paused"))
+    assert (await asyncio.wait_for(waiting, 2)) == registry.get("a")
+
+    started = time.monotonic()
+    assert await registry.until(lambda: None, 0.2) is None
+    assert 0.2 <= time.monotonic() - started < 2
+    assert registry._subscribers == set()  # nothing left subscribed
