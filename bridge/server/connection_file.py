@@ -4,7 +4,7 @@ token without anyone copying a secret.
 ``raydap serve`` writes ``{"url", "dap_port", "token", "pid"}`` as JSON, mode 0600 in a 0700
 directory, one file per bridge, and removes it on exit (as Jupyter's runtime files). Clients
 take the file whose ``url`` they were given, or the only live one; a file whose bridge process
-is gone is ignored.
+is gone is ignored, and so is one whose pid now belongs to a process that started after it.
 """
 
 from __future__ import annotations
@@ -46,9 +46,20 @@ def remove(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
+#: Slack between the clocks of a process's start and a file's time, in seconds.
+CLOCK_SLACK = 1.0
+
+
+def _alive(pid: int, written_at: float) -> bool:
+    """Whether the bridge that wrote a file at ``written_at`` still runs: a process with its pid
+    that started before then (a bridge that was killed leaves its file, and its pid is reused
+    by whatever starts later, often a Ray worker)."""
     try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+        process = psutil.Process(pid)
+        started = process.create_time()
+        return (
+            bool(process.status() != psutil.STATUS_ZOMBIE) and started <= written_at + CLOCK_SLACK
+        )
     except psutil.Error:
         return False
 
@@ -64,7 +75,7 @@ def live_connections(directory: Path) -> list[Connection]:
             modified = path.stat().st_mtime
         except (OSError, ValidationError):
             continue
-        if _alive(connection.pid):
+        if _alive(connection.pid, modified):
             found.append((modified, connection))
     return [connection for _, connection in sorted(found, key=lambda item: -item[0])]
 
