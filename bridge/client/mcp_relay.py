@@ -89,6 +89,7 @@ async def relay(target: BridgeTarget) -> None:
     async with (
         httpx2.AsyncClient(headers=headers, verify=verify, timeout=timeout) as http,
         stdio_server() as (from_agent, to_agent),
+        to_agent,  # closed last: the SDK's stdout writer ends (and so the relay) only then
         anyio.create_task_group() as calls,
     ):
         bridge = Relay(target, http)

@@ -166,3 +166,25 @@ async def test_raydap_mcp_tells_the_agent_at_once_when_the_bridge_is_gone(
     )  # fmt: skip
     assert alone.returncode == 1 and f"no raydap bridge at {bridge.url}" in alone.stderr
     assert alone.stdout == ""  # nothing an agent would take for a message
+
+
+def test_raydap_mcp_ends_when_its_agent_closes_stdin(secured: BridgeProcess) -> None:
+    """An agent that exits without killing its server (the Inspector's CLI does) leaves no
+    `raydap mcp` running."""
+    env = dict(os.environ, RAYDAP_URL=secured.url, RAYDAP_TOKEN=BOB)
+    relay = subprocess.Popen(
+        [sys.executable, "-m", "raydap.bridge", "mcp"], env=env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert relay.stdin is not None and relay.stdout is not None
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        relay.stdin.write(json.dumps(listing) + "\n")
+        relay.stdin.flush()
+        assert json.loads(relay.stdout.readline())["id"] == 1
+        relay.stdin.close()
+        assert relay.wait(timeout=15) == 0
+    finally:
+        if relay.poll() is None:
+            relay.kill()
+            relay.wait()
