@@ -69,6 +69,7 @@ def setup() -> None:
             "env": {name: os.environ[name] for name in IDENTITY_VARIABLES if name in os.environ},
         })  # fmt: skip
         _children_configure()
+        _arm_recorder()
         # The mark first: once the port is visible, the bridge finds the mark beside it.
         internal_kv._internal_kv_put(mark_key(worker_id), mark, overwrite=True,
                                      namespace=NAMESPACE)  # fmt: skip
@@ -84,6 +85,12 @@ def setup() -> None:
     except Exception as exc:
         log.info("raydap.live: pydevd's exception tags left as they are (%r)", exc)
     try:
+        from raydap.live import collectives
+
+        collectives.watch_groups(collectives.serve())
+    except Exception as exc:  # debugpy's internals moved: ranks as the environment says
+        log.info("raydap.live: this worker's process groups are not reported (%r)", exc)
+    try:
         trace_on_demand()
     except Exception as exc:  # debugpy's internals moved: correct, only slower
         log.info("raydap.live: tracing from the start (%r)", exc)
@@ -97,6 +104,13 @@ def _children_configure() -> None:
         children.configure()
     except Exception as exc:  # Ray's or debugpy's internals moved: children as debugpy has them
         log.info("raydap.live: child processes left to debugpy's defaults (%r)", exc)
+
+
+def _arm_recorder() -> None:
+    """torch's Flight Recorder, on before the job makes its groups (:mod:`.collectives`)."""
+    from raydap.live import collectives
+
+    collectives.arm_recorder(os.environ)
 
 
 def _stops_at_user_line() -> bool:

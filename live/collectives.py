@@ -1,0 +1,300 @@
+"""torch.distributed as a live worker knows it: its rank and groups, and its Flight Recorder.
+
+Three things happen here, inside the worker (so nothing of the bridge is imported):
+
+- :func:`arm_recorder` turns torch's Flight Recorder on, with a bounded ring buffer, before the
+  job creates its process groups (torch reads ``TORCH_FR_BUFFER_SIZE`` then). A job that set
+  the buffer itself (``TORCH_FR_BUFFER_SIZE``, or its older name
+  ``TORCH_NCCL_TRACE_BUFFER_SIZE``) keeps its own; ``RAYDAP_FLIGHT_RECORDER=0`` leaves it off.
+- :func:`watch_groups` has ``init_process_group`` and ``new_group`` announce the worker's
+  rank and groups once they exist (torch is patched only when the job imports it; a worker
+  without torch pays one string comparison per import).
+- :func:`answer` is what the bridge's ``raydapCollectives`` request gets: the same identity
+  and, if asked, the tail of the recorder. pydevd runs it on its reader thread, so it answers
+  while the main thread is blocked inside a collective (gloo and NCCL release the GIL there).
+
+The recorder is read as torch's own JSON (``_dump_fr_trace_json``, a few ms). Call sites
+(``frames``) only come with torch's pickle dump, whose first call imports ``torch._inductor``
+to symbolize stacks (about 2 s, once per process): they are read only when asked, for the
+ranks a verdict blames. The pickle is unpickled here, in the process that made it; what leaves
+the worker is JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, MutableMapping
+from types import ModuleType
+from typing import Any
+
+#: The bridge's request, and the event a worker sends when its groups change.
+REQUEST = "raydapCollectives"
+EVENT = "raydapProcessGroups"
+#: ``0`` in a job's environment leaves the recorder off.
+SWITCH = "RAYDAP_FLIGHT_RECORDER"
+#: What torch reads (and its older name, which it still honours).
+BUFFER_VARIABLES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+#: Entries the armed ring buffer keeps: a verdict needs the last few dozen.
+ARMED_BUFFER = 256
+#: What one answer may carry at most, whatever the bridge asks.
+MAX_TAIL = 512
+MAX_BYTES = 1024 * 1024
+MAX_GROUPS = 256
+MAX_FRAMES = 24
+_C10D = "torch.distributed.distributed_c10d"
+
+
+def arm_recorder(environ: MutableMapping[str, str]) -> str:
+    """Arm torch's Flight Recorder in ``environ`` (the worker's) unless the job chose; says
+    which: ``armed``, ``job`` (its own setting kept) or ``off``."""
+    if environ.get(SWITCH, "").strip() == "0":
+        return "off"
+    if any(name in environ for name in BUFFER_VARIABLES):
+        return "job"
+    environ[BUFFER_VARIABLES[0]] = str(ARMED_BUFFER)
+    return "armed"
+
+
+def recorder_setting(environ: MutableMapping[str, str]) -> int | None:
+    """The ring buffer's size torch will use (None: not set, so the recorder is off)."""
+    for name in BUFFER_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value:
+            return int(value) if value.isdigit() else None
+    return None
+
+
+# -- who this rank is ------------------------------------------------------------------------
+
+
+def identity(dist: ModuleType | None) -> dict[str, Any] | None:
+    """This process's rank, world and groups (global ranks), or None before
+    ``init_process_group`` (or without torch.distributed)."""
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    c10d = dist.distributed_c10d
+    groups = []
+    for group, name in list(c10d._world.pg_names.items())[:MAX_GROUPS]:
+        groups.append({
+            "name": str(name),
+            "desc": str(getattr(group, "group_desc", "") or ""),
+            "ranks": [int(r) for r in c10d.get_process_group_ranks(group)],
+        })  # fmt: skip
+    return {
+        "rank": int(dist.get_rank()),
+        "world_size": int(dist.get_world_size()),
+        "backend": str(dist.get_backend()),
+        "world": world_of(c10d),
+        "groups": groups,
+    }
+
+
+def world_of(c10d: Any) -> str | None:
+    """What tells this world from another one of the same job (verl's worker groups each
+    have a rank 0): the address of the store its ranks met at."""
+    try:
+        store = c10d._get_default_store()
+    except Exception:  # no default group, or torch moved it
+        return None
+    for _ in range(8):  # PrefixStore wraps the real one, sometimes twice
+        inner = getattr(store, "underlying_store", None)
+        if inner is None:
+            break
+        store = inner
+    host, port = getattr(store, "host", None), getattr(store, "port", None)
+    if host is not None and port is not None:
+        return f"{host}:{port}"
+    path = getattr(store, "path", None)  # a FileStore
+    return f"file:{path}" if path else None
+
+
+def watch_groups(announce: Callable[[dict[str, Any]], None]) -> None:
+    """Call ``announce(identity)`` each time the job makes a process group: now, if torch
+    is loaded, or when the job imports it."""
+    module = sys.modules.get(_C10D)
+    if module is not None:
+        _patch(module, announce)
+        return
+    sys.meta_path.insert(0, _GroupsFinder(announce))
+
+
+class _GroupsFinder:
+    """Patches torch.distributed's group makers right after their module runs, before
+    ``torch.distributed`` re-exports them."""
+
+    def __init__(self, announce: Callable[[dict[str, Any]], None]) -> None:
+        self.announce = announce
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != _C10D:
+            return None
+        import importlib.machinery
+
+        sys.meta_path.remove(self)  # once
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        if spec is None or loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+        announce = self.announce
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            _patch(module, announce)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _patch(c10d: ModuleType, announce: Callable[[dict[str, Any]], None]) -> None:
+    dist = sys.modules.get("torch.distributed")
+    for name in ("init_process_group", "new_group"):
+        original = getattr(c10d, name, None)
+        if original is None or getattr(original, "__raydap__", False):
+            continue
+        wrapped = _announcing(original, announce)
+        setattr(c10d, name, wrapped)
+        if dist is not None and getattr(dist, name, None) is original:
+            setattr(dist, name, wrapped)
+
+
+def _announcing(make: Callable[..., Any], announce: Callable[[dict[str, Any]], None]) -> Any:
+    import functools
+
+    @functools.wraps(make)
+    def made(*args: Any, **kwargs: Any) -> Any:
+        group = make(*args, **kwargs)
+        try:
+            found = identity(sys.modules.get("torch.distributed"))
+            if found is not None:
+                announce(found)
+        except Exception:  # telling the bridge must never break the job
+            pass
+        return group
+
+    made.__raydap__ = True  # type: ignore[attr-defined]
+    return made
+
+
+# -- what the bridge asks --------------------------------------------------------------------
+
+
+def answer(
+    arguments: dict[str, Any], environ: MutableMapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The body of a ``raydapCollectives`` response: ``identity``, and with ``recorder: true``
+    the recorder's last ``tail`` entries (``frames: true`` adds their call sites), or
+    ``reason`` saying why there is none."""
+    environ = os.environ if environ is None else environ
+    dist = sys.modules.get("torch.distributed")
+    body: dict[str, Any] = {"identity": identity(dist), "recorder": None, "reason": None}
+    if not arguments.get("recorder"):
+        return body
+    tail = _bounded(arguments.get("tail"), 64, MAX_TAIL)
+    budget = _bounded(arguments.get("max_bytes"), MAX_BYTES, MAX_BYTES)
+    c10d_c = sys.modules.get("torch._C._distributed_c10d")
+    if dist is None or c10d_c is None:
+        body["reason"] = "no torch.distributed in this worker"
+    elif not hasattr(c10d_c, "_dump_fr_trace_json"):
+        body["reason"] = "this torch has no Flight Recorder (torch 2.5 or newer has one)"
+    elif not recorder_setting(environ):
+        body["reason"] = "the Flight Recorder is off (RAYDAP_FLIGHT_RECORDER=0, or a buffer of 0)"
+    else:
+        body["recorder"] = read_recorder(c10d_c, tail, bool(arguments.get("frames")), budget)
+    return body
+
+
+def _bounded(value: Any, default: int, most: int) -> int:
+    return min(value, most) if isinstance(value, int) and value > 0 else default
+
+
+def read_recorder(c10d_c: Any, tail: int, frames: bool, budget: int) -> dict[str, Any]:
+    """The recorder as torch's JSON dump says it, cut to its last ``tail`` entries and to
+    ``budget`` bytes; ``frames`` adds each entry's Python call site from the pickle dump."""
+    dump = json.loads(c10d_c._dump_fr_trace_json())
+    entries = list(dump.get("entries") or [])[-tail:]
+    if frames and entries:
+        import pickle
+
+        # This worker's own dump, unpickled where it was made (never by the bridge).
+        full = pickle.loads(c10d_c._dump_fr_trace(includeStackTraces=True))
+        by_record = {e.get("record_id"): e.get("frames") for e in full.get("entries") or []}
+        for entry in entries:
+            stack = by_record.get(entry.get("record_id")) or []
+            entry["frames"] = [
+                {"name": str(f.get("name")), "filename": str(f.get("filename")),
+                 "line": int(f.get("line") or 0)}
+                for f in stack[:MAX_FRAMES]
+            ]  # fmt: skip
+    recorder = {
+        "version": str(dump.get("version") or ""),
+        "pg_status": dump.get("pg_status") or {},
+        "entries": entries,
+    }
+    while entries and len(json.dumps(recorder)) > budget:
+        del entries[: max(1, len(entries) // 4)]  # the oldest go first
+    return recorder
+
+
+# -- pydevd: where the bridge's request lands ------------------------------------------------
+
+
+def serve(environ: MutableMapping[str, str] | None = None) -> Callable[[dict[str, Any]], None]:
+    """Teach this worker's pydevd to answer :data:`REQUEST` on its reader thread; returns
+    the function that sends :data:`EVENT` to the bridge. debugpy's adapter relays a request it
+    does not know to pydevd, and an event it does not know to its client."""
+    from _pydevd_bundle._debug_adapter import (  # type: ignore[import-not-found]
+        pydevd_base_schema as schema,
+    )
+    from _pydevd_bundle.pydevd_comm_constants import CMD_RETURN  # type: ignore[import-not-found]
+    from _pydevd_bundle.pydevd_net_command import NetCommand  # type: ignore[import-not-found]
+    from _pydevd_bundle.pydevd_process_net_command_json import (  # type: ignore[import-not-found]
+        PyDevJsonCommandProcessor,
+    )
+
+    def on_request(processor: Any, py_db: Any, request: _Request) -> Any:
+        response: dict[str, Any] = {"type": "response", "request_seq": request.seq,
+                                    "command": request.command, "success": True}  # fmt: skip
+        try:
+            response["body"] = answer(request.arguments, environ)
+        except Exception as exc:  # every request gets an answer
+            response.update(success=False, message=f"{type(exc).__name__}: {exc}", body={})
+        return NetCommand(CMD_RETURN, 0, response, is_json=True)
+
+    schema._requests_to_types[REQUEST] = _Request
+    setattr(PyDevJsonCommandProcessor, f"on_{REQUEST.lower()}_request", on_request)
+    lock = threading.Lock()
+
+    def send(found: dict[str, Any]) -> None:
+        import pydevd  # type: ignore[import-not-found]
+
+        writer = getattr(pydevd.get_global_debugger(), "writer", None)
+        if writer is not None:
+            with lock:
+                message = {"type": "event", "event": EVENT, "body": {"identity": found}}
+                writer.add_command(NetCommand(CMD_RETURN, 0, message, is_json=True))
+
+    return send
+
+
+class _Request:
+    """What pydevd's schema makes of a :data:`REQUEST` (it builds one class per command)."""
+
+    def __init__(
+        self,
+        command: str = REQUEST,
+        seq: int = -1,
+        type: str = "request",
+        arguments: Any = None,
+        update_ids_from_dap: bool = False,
+        **_: Any,
+    ) -> None:
+        self.command, self.seq, self.type = command, seq, type
+        self.arguments: dict[str, Any] = arguments if isinstance(arguments, dict) else {}
+
+    def to_dict(self, update_ids_to_dap: bool = False) -> dict[str, Any]:
+        return {"type": self.type, "command": self.command, "seq": self.seq,
+                "arguments": self.arguments}  # fmt: skip
