@@ -1,0 +1,323 @@
+"""Where a hung job's ranks stopped agreeing, from their Flight Recorders (sans-I/O).
+
+Every process group numbers its collectives in the order each rank calls them (torch's
+``collective_seq_id``; point-to-point ops count apart, ``p2p_seq_id``). Ranks that agree call
+the same op, on tensors of the same sizes and dtypes, at every number. So the place a job hung
+is the first number, in some group, at which its ranks disagree:
+
+- a rank never arrives (its last number is lower): the rank that skipped a collective, or
+  that is stuck elsewhere, or that finished;
+- a rank called another op there (a ``broadcast`` where the others ``all_reduce``), or the
+  same op on other sizes or dtypes.
+
+Call sites are shown, never compared: the same collective is often called from different
+lines. With no disagreement, the first number some rank still waits at is the answer (all
+ranks came; the wait is elsewhere). One code path for gloo and NCCL: an op is done when its
+state says ``completed`` (NCCL), when torch retired it (gloo), or when the group's status says
+it completed.
+
+A job may hold several worlds (verl's worker groups each have a rank 0): groups are told apart
+by the store their world met at. Ranks in a verdict are ranks of its group.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from raydap.bridge.workers.recorder import Entry, GroupInfo, Identity, RecordedFrame, Recorder
+
+#: Frames of torch itself (the collective's own, its wrappers): skipped to find the call site.
+_TORCH = re.compile(r"(^|/)(site|dist)-packages/torch/|(^|/)torch/(distributed|nn/parallel)/")
+_PLUMBING = re.compile(r"^<|(^|/)lib/python3\.\d+/(?!site-packages/|dist-packages/)")
+
+
+@dataclass(frozen=True)
+class RankDump:
+    """One rank's recorder, with who it is."""
+
+    worker: str
+    identity: Identity
+    recorder: Recorder
+
+
+class Mismatch(BaseModel):
+    """A rank that called something else at the group's disagreeing number."""
+
+    rank: int
+    op: str
+    sizes: list[list[int]]
+    dtypes: list[str]
+    path: str | None = None
+    line: int | None = None
+
+
+class Member(BaseModel):
+    """A rank of the group: its place in it, its global rank, and the worker it is."""
+
+    rank: int
+    global_rank: int
+    worker: str | None
+    #: The last number it reached in this sequence (-1: none), where it could be read.
+    last: int | None = None
+
+
+class Collective(BaseModel):
+    """Where one group's ranks disagree: ``GET /api/v1/hangs``' ``collective``."""
+
+    group: str
+    group_desc: str
+    world: str | None
+    seq: int
+    #: The op the agreeing ranks called there (the most common one).
+    op: str
+    p2p: bool = False
+    #: Ranks (of the group) that called it and wait for it to complete.
+    waiting: list[int]
+    #: Ranks that never arrived at ``seq``.
+    missing: list[int]
+    mismatch: list[Mismatch]
+    members: list[Member]
+    #: Where the agreeing ranks called it (from one of them), where known.
+    path: str | None = None
+    line: int | None = None
+    summary: str
+
+    def at_fault(self) -> list[int]:
+        """Ranks that never came or called something else, in that order."""
+        return [*self.missing, *(m.rank for m in self.mismatch if m.rank not in self.missing)]
+
+    def worker_of(self, rank: int) -> str | None:
+        return next((m.worker for m in self.members if m.rank == rank), None)
+
+
+def call_site(frames: Sequence[RecordedFrame]) -> RecordedFrame | None:
+    """The innermost frame outside torch and Python's own: where the job called the op."""
+    for frame in frames:
+        if not _TORCH.search(frame.filename) and not _PLUMBING.search(frame.filename):
+            return frame
+    return None
+
+
+@dataclass
+class _Rank:
+    member: Member
+    entries: dict[int, Entry] = field(default_factory=dict)
+    last: int = -1
+    completed: int = -1
+    first: int | None = None
+
+    def done(self, entry: Entry) -> bool:
+        return entry.retired or entry.state == "completed" or entry.seq <= self.completed
+
+
+def judge(dumps: Sequence[RankDump]) -> list[Collective]:
+    """Every group's disagreement, the one a person should see first at the head: the group
+    that holds the most waiting ranks, then one with a rank at fault, then the default
+    group."""
+    found = [
+        verdict
+        for (world, name), (info, members) in sorted(_groups(dumps).items(), key=_group_order)
+        for p2p in (False, True)
+        if (verdict := _judge_group(world, info, members, p2p)) is not None
+    ]
+    return sorted(
+        found,
+        key=lambda c: (-len(c.waiting), not c.at_fault(), c.p2p, c.group != "0", c.seq),
+    )
+
+
+def _group_order(item: tuple[tuple[str | None, str], object]) -> tuple[str, str]:
+    (world, name), _ = item
+    return world or "", name
+
+
+def _groups(
+    dumps: Sequence[RankDump],
+) -> dict[tuple[str | None, str], tuple[GroupInfo, list[tuple[int, RankDump]]]]:
+    """Each group of each world, as its members describe it, with those members (their
+    rank in the group). Members disagreeing on a group's ranks: the most common account."""
+    accounts: dict[tuple[str | None, str], Counter[GroupInfo]] = {}
+    for dump in dumps:
+        for info in dump.identity.groups:
+            accounts.setdefault((dump.identity.world, info.name), Counter())[info] += 1
+    groups = {}
+    for key, counted in accounts.items():
+        info = counted.most_common(1)[0][0]
+        members = [
+            (info.ranks.index(d.identity.rank), d)
+            for d in dumps
+            if d.identity.world == key[0] and d.identity.rank in info.ranks
+        ]
+        groups[key] = (info, members)
+    return groups
+
+
+def _judge_group(
+    world: str | None, info: GroupInfo, members: list[tuple[int, RankDump]], p2p: bool
+) -> Collective | None:
+    ranks = _ranks(info, members, p2p)
+    if not any(r.entries for r in ranks.values()):
+        return None
+    if p2p and len(info.ranks) != 2:
+        # Only a pair can be matched op for op: a larger group's sends and receives go to
+        # peers the recorder does not name.
+        return _waiting_only(world, info, ranks, p2p)
+    read = [r for r in ranks.values() if r.member.worker is not None]
+    if not read:
+        return None
+    top = max(r.last for r in read)
+    start = max((r.first for r in read if r.first is not None), default=top)
+    for seq in range(max(start, 0), top + 1):
+        present = {r.member.rank: r.entries[seq] for r in read if seq in r.entries}
+        missing = [r.member.rank for r in read if r.last < seq]
+        mismatch = _mismatches(present, p2p)
+        if missing or mismatch:
+            return _verdict(world, info, ranks, seq, present, missing, mismatch, p2p)
+    return _waiting_only(world, info, ranks, p2p)
+
+
+def _ranks(info: GroupInfo, members: list[tuple[int, RankDump]], p2p: bool) -> dict[int, _Rank]:
+    ranks = {
+        place: _Rank(Member(rank=place, global_rank=global_rank, worker=None))
+        for place, global_rank in enumerate(info.ranks)
+    }
+    for place, dump in members:
+        rank = ranks[place]
+        rank.member = rank.member.model_copy(update={"worker": dump.worker})
+        mine = [e for e in dump.recorder.entries if e.group == info.name and e.is_p2p == p2p]
+        rank.entries = {e.seq: e for e in mine}
+        pg_id = mine[0].pg_id if mine else None
+        status = dump.recorder.status(info.name, pg_id)
+        last_seen = max(rank.entries, default=-1)
+        rank.last = last_seen if p2p else max(status.last_enqueued_collective, last_seen)
+        rank.completed = -1 if p2p else status.last_completed_collective
+        rank.first = min(rank.entries, default=None)
+        rank.member = rank.member.model_copy(update={"last": rank.last})
+    return ranks
+
+
+def _signature(entry: Entry) -> tuple[str, str, str]:
+    return entry.op, repr(entry.input_sizes), repr(entry.input_dtypes)
+
+
+def _mismatches(present: dict[int, Entry], p2p: bool) -> list[Mismatch]:
+    if len(present) < 2:
+        return []
+    if p2p:  # a pair: one sends what the other receives
+        (_, first), (b, second) = sorted(present.items())
+        if first.op != second.op and first.input_sizes == second.input_sizes:
+            return []
+        return [_mismatch(b, second)]
+    counted = Counter(_signature(e) for e in present.values())
+    common = max(counted.items(), key=lambda item: (item[1], -_lowest(present, item[0])))[0]
+    return [_mismatch(r, e) for r, e in sorted(present.items()) if _signature(e) != common]
+
+
+def _lowest(present: dict[int, Entry], signature: tuple[str, str, str]) -> int:
+    return min(r for r, e in present.items() if _signature(e) == signature)
+
+
+def _mismatch(rank: int, entry: Entry) -> Mismatch:
+    site = call_site(entry.frames)
+    return Mismatch(
+        rank=rank, op=entry.op, sizes=entry.input_sizes, dtypes=entry.input_dtypes,
+        path=site.filename if site else None, line=site.line if site else None,
+    )  # fmt: skip
+
+
+def _waiting_only(
+    world: str | None, info: GroupInfo, ranks: dict[int, _Rank], p2p: bool
+) -> Collective | None:
+    """Every rank came: the first number some rank still waits at, if any."""
+    pending = [
+        (seq, r.member.rank)
+        for r in ranks.values()
+        for seq, e in r.entries.items()
+        if not r.done(e)
+    ]
+    if not pending:
+        return None
+    seq = min(pending)[0]
+    present = {r.member.rank: r.entries[seq] for r in ranks.values() if seq in r.entries}
+    return _verdict(world, info, ranks, seq, present, [], [], p2p)
+
+
+def _verdict(
+    world: str | None,
+    info: GroupInfo,
+    ranks: dict[int, _Rank],
+    seq: int,
+    present: dict[int, Entry],
+    missing: list[int],
+    mismatch: list[Mismatch],
+    p2p: bool,
+) -> Collective:
+    odd = {m.rank for m in mismatch}
+    agreeing = {r: e for r, e in present.items() if r not in odd} or present
+    op = Counter(e.op for e in agreeing.values()).most_common(1)[0][0]
+    waiting = sorted(r for r, e in present.items() if not ranks[r].done(e))
+    site = next((s for e in agreeing.values() if (s := call_site(e.frames)) is not None), None)
+    collective = Collective(
+        group=info.name, group_desc=info.desc, world=world, seq=seq, op=op, p2p=p2p,
+        waiting=waiting, missing=sorted(missing), mismatch=mismatch,
+        members=[r.member for r in ranks.values()],
+        path=site.filename if site else None, line=site.line if site else None, summary="",
+    )  # fmt: skip
+    return collective.model_copy(update={"summary": summary(collective, agreeing)})
+
+
+def summary(collective: Collective, agreeing: dict[int, Entry] | None = None) -> str:
+    """One line: ``all_reduce #10 (default_pg): rank 2 never joined (its last: #9)``."""
+    where = f"{collective.op} #{collective.seq} ({_label(collective)})"
+    parts = []
+    if collective.missing:
+        lasts = {m.rank: m.last for m in collective.members}
+        seen = ", ".join(_number(lasts.get(r)) for r in collective.missing)
+        whose = "its" if len(collective.missing) == 1 else "their"
+        parts.append(f"{ranks_text(collective.missing)} never joined ({whose} last: {seen})")
+    others = ranks_text(sorted(agreeing or {})) if agreeing else "the others"
+    for odd in collective.mismatch:
+        at = f" at {short_path(odd.path)}:{odd.line}" if odd.path else ""
+        if odd.op != collective.op:
+            parts.append(f"rank {odd.rank} called {odd.op}{at} where {others} called "
+                         f"{collective.op}")  # fmt: skip
+        else:
+            parts.append(f"rank {odd.rank} called {odd.op}{at} on {_tensors(odd)} where "
+                         f"{others} did not")  # fmt: skip
+    if not parts:
+        waiting = ranks_text(collective.waiting) if collective.waiting else "no rank"
+        parts.append(f"{waiting} wait{'s' if len(collective.waiting) == 1 else ''}, none missing")
+    return f"{where}: " + "; ".join(parts)
+
+
+def _number(seq: int | None) -> str:
+    return f"#{seq}" if seq is not None and seq >= 0 else "none"
+
+
+def _label(collective: Collective) -> str:
+    desc = collective.group_desc
+    return desc if desc and desc != "undefined" else f"group {collective.group}"
+
+
+def _tensors(odd: Mismatch) -> str:
+    return f"sizes {odd.sizes} {'/'.join(odd.dtypes)}"
+
+
+def ranks_text(ranks: Iterable[int]) -> str:
+    """``rank 2``, ``ranks 0, 1, 3``, ``ranks 0-3``."""
+    listed = sorted(set(ranks))
+    if len(listed) == 1:
+        return f"rank {listed[0]}"
+    if len(listed) > 2 and listed == list(range(listed[0], listed[-1] + 1)):
+        return f"ranks {listed[0]}-{listed[-1]}"
+    return "ranks " + ", ".join(map(str, listed))
+
+
+def short_path(path: str) -> str:
+    """The file's name and its folder: what a person recognises in one line."""
+    return "/".join(path.replace("\\", "/").split("/")[-2:])

@@ -1,0 +1,163 @@
+"""What a live worker says of its torch.distributed: who it is, and its Flight Recorder (sans-I/O).
+
+A worker answers the bridge's ``raydapCollectives`` request (:mod:`raydap.live.collectives`)
+with its identity (rank, world, process groups) and the tail of torch's Flight Recorder, in
+torch's own field names, so gloo's and NCCL's dumps read alike. All of it is outside input:
+checked against these models, with every list and string bounded; anything else is a reason
+why that rank could not be read, never an error that stops the verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+MAX_REPLY_BYTES = 2 * 1024 * 1024
+MAX_ENTRIES = 512
+MAX_GROUPS = 256
+MAX_RANKS = 100_000
+MAX_TENSORS = 1024
+Text = Annotated[str, Field(max_length=4096)]
+Name = Annotated[str, Field(max_length=256)]
+
+
+class GroupInfo(BaseModel):
+    """A process group as its member reports it: ``ranks`` are global ranks, in group order
+    (a rank's place in the list is its rank in the group)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    name: Name
+    desc: Name = ""
+    ranks: tuple[int, ...] = Field(max_length=MAX_RANKS)
+
+    @property
+    def label(self) -> str:
+        """``default_pg``, or the group's name where torch gave it no description."""
+        return self.desc if self.desc and self.desc != "undefined" else f"group {self.name}"
+
+
+class Identity(BaseModel):
+    """Which rank a worker is: torch.distributed's own answer, whatever its environment."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    rank: int = Field(ge=0, lt=MAX_RANKS)
+    world_size: int = Field(ge=1, le=MAX_RANKS)
+    backend: Name = ""
+    #: The store its ranks met at: tells one world of a job from another.
+    world: Text | None = None
+    groups: tuple[GroupInfo, ...] = Field(default=(), max_length=MAX_GROUPS)
+
+    def group(self, name: str) -> GroupInfo | None:
+        return next((g for g in self.groups if g.name == name), None)
+
+
+class RecordedFrame(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    name: Text
+    filename: Text
+    line: int = 0
+
+
+class Entry(BaseModel):
+    """One collective or point-to-point op in a rank's recorder (torch's fields)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    record_id: int
+    pg_id: int | None = None
+    #: (group name, group description)
+    process_group: tuple[Name, Name]
+    collective_seq_id: int = 0
+    p2p_seq_id: int = 0
+    op_id: int | None = None
+    profiling_name: Name
+    time_created_ns: int | None = None
+    input_sizes: list[Annotated[list[int], Field(max_length=16)]] = Field(
+        default_factory=list, max_length=MAX_TENSORS
+    )
+    input_dtypes: list[Name] = Field(default_factory=list, max_length=MAX_TENSORS)
+    output_sizes: list[Annotated[list[int], Field(max_length=16)]] = Field(
+        default_factory=list, max_length=MAX_TENSORS
+    )
+    output_dtypes: list[Name] = Field(default_factory=list, max_length=MAX_TENSORS)
+    #: ``scheduled``, ``started`` or ``completed`` (NCCL); gloo leaves it ``scheduled``.
+    state: Name = "scheduled"
+    time_discovered_started_ns: int | None = None
+    time_discovered_completed_ns: int | None = None
+    #: True once the op is done and its work object let go (gloo says it this way).
+    retired: bool = False
+    timeout_ms: int | None = None
+    is_p2p: bool = False
+    frames: list[RecordedFrame] = Field(default_factory=list, max_length=64)
+
+    @property
+    def group(self) -> str:
+        return self.process_group[0]
+
+    @property
+    def op(self) -> str:
+        """``all_reduce`` of ``gloo:all_reduce``; ``send`` of ``nccl:send 0->1``."""
+        return self.profiling_name.split(":", 1)[-1].split(" ", 1)[0] or self.profiling_name
+
+    @property
+    def seq(self) -> int:
+        """Its place in its group's sequence: collectives and point-to-point ops count
+        apart."""
+        return self.p2p_seq_id if self.is_p2p else self.collective_seq_id
+
+
+class GroupStatus(BaseModel):
+    """torch's ``pg_status``: how far a group got on this rank (-1: none yet)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    last_enqueued_collective: int = -1
+    last_started_collective: int = -1
+    last_completed_collective: int = -1
+
+
+class Recorder(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    version: Name = ""
+    pg_status: dict[Name, GroupStatus] = Field(default_factory=dict, max_length=MAX_GROUPS)
+    entries: list[Entry] = Field(default_factory=list, max_length=MAX_ENTRIES)
+
+    @field_validator("pg_status", mode="before")
+    @classmethod
+    def _statuses(cls, value: Any) -> Any:
+        return value if isinstance(value, dict) else {}
+
+    def status(self, group: str, pg_id: int | None = None) -> GroupStatus:
+        found = self.pg_status.get(group)
+        if found is None and pg_id is not None:
+            found = self.pg_status.get(str(pg_id))
+        return found or GroupStatus()
+
+
+class Reply(BaseModel):
+    """A worker's answer to ``raydapCollectives``."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    identity: Identity | None = None
+    recorder: Recorder | None = None
+    #: Why there is no recorder (no torch, an old torch, the recorder off).
+    reason: Text | None = None
+
+
+def read_reply(body: Any, size: int) -> Reply | str:
+    """A worker's answer, or why it cannot be used. ``size``: its length on the wire."""
+    if size > MAX_REPLY_BYTES:
+        return f"its recorder is over the size cap ({size} bytes > {MAX_REPLY_BYTES})"
+    try:
+        return Reply.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"malformed recorder data ({where}: {first['msg']})"
+
+
+def read_identity(body: Any) -> Identity | None:
+    """The identity of a ``raydapProcessGroups`` event's body, or None if it is not one."""
+    try:
+        return Reply.model_validate(body).identity
+    except ValidationError:
+        return None
