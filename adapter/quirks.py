@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from raydap.live.collectives import EVENT as GROUPS_EVENT
 from raydap.protocol import Event, Response
 
 
@@ -20,9 +21,10 @@ def exception_line(message: str | None) -> str:
 
 #: debugpy's own events, meaningless to an editor talking to the bridge. ``debugpyAttach``
 #: (a child process of the worker wants a client) is the bridge's to answer: an editor given
-#: it would try to reach the worker's node itself.
+#: it would try to reach the worker's node itself. A live worker's process groups are the
+#: bridge's too (:mod:`raydap.live.collectives`).
 PRIVATE_EVENTS = frozenset(
-    {"debugpyAttach", "debugpySockets", "debugpyWaitingForServer", "initialized"}
+    {"debugpyAttach", "debugpySockets", "debugpyWaitingForServer", "initialized", GROUPS_EVENT}
 )
 
 

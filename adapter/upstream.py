@@ -31,6 +31,7 @@ from raydap.adapter.ray_hook import (
 )
 from raydap.adapter.requests import RequestEngine
 from raydap.adapter.stops import Stops
+from raydap.live.collectives import EVENT as PROCESS_GROUPS_EVENT
 from raydap.protocol import Event, ProtocolError, Request, Response, Route, event
 from raydap.protocol import command as command_info
 
@@ -114,6 +115,9 @@ class Upstream:
         #: Told of each child process of the worker that waits for a client (debugpy's
         #: ``debugpyAttach``: the child runs no code of its own until one attaches).
         self.on_child: Callable[[int], None] | None = None
+        #: Told of what a ``raydap.live`` worker says of its torch.distributed process groups
+        #: as its job makes them (:mod:`raydap.live.collectives`).
+        self.on_process_groups: Callable[[object], None] | None = None
         #: Stops being moved out of Ray's hook, by thread: the event to show once it is done
         #: (None: show the next stop as it comes) and how many steps it took so far.
         self._settling: dict[int, tuple[Event | None, int]] = {}
@@ -346,6 +350,8 @@ class Upstream:
             child = body.get("subProcessId")
             if isinstance(child, int) and not isinstance(child, bool) and child > 0:
                 self.on_child(child)
+        elif name == PROCESS_GROUPS_EVENT and self.on_process_groups is not None:
+            self.on_process_groups(body)
         elif name == "terminated":
             # debugpy's adapter says so when the worker process dies, but keeps the socket
             # open: the worker is gone all the same. It says so too in answer to the bridge's

@@ -22,6 +22,7 @@ from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.keeper import RecordKeeper
 from raydap.bridge.workers.naming import RayState
 from raydap.bridge.workers.policy import HoldPolicy
+from raydap.bridge.workers.process_groups import ProcessGroups
 from raydap.bridge.workers.ranks import rank_from_environment
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import LookupFailed, Registry
@@ -86,6 +87,8 @@ class Holder:
         self.policy = HoldPolicy(hold_timeout=hold_timeout, detach_grace=detach_grace)
         self.task_end = TaskEndWatch(registry, task_state) if task_state else None
         self.upstreams: dict[str, Upstream] = {}
+        #: Each live worker's torch.distributed rank and groups, as it reports them.
+        self.process_groups = ProcessGroups(registry)
         self._holding: dict[str, asyncio.Future[Upstream]] = {}
         self._failed_at: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -212,6 +215,8 @@ class Holder:
             return
         if record.live:
             self.policy.keep(record.id)
+            if record.parent is None:
+                self.process_groups.attach(record.id, upstream)
             if self.live_hooks is not None:
                 self.live_hooks.held(record.id, upstream)
         self.upstreams[record.id] = upstream
@@ -273,6 +278,7 @@ class Holder:
         if upstream.state is State.CLOSED:
             self.upstreams.pop(rid, None)
             self.policy.forget(rid)
+            self.process_groups.forget(rid)
             record = self.registry.get(rid)
             self.registry.remove(rid)
             if record is not None and record.live and self.live_hooks is not None:
@@ -345,5 +351,6 @@ class Holder:
             task.cancel()
         await self.policy.close()
         await self.keeper.close()
+        await self.process_groups.close()
         if self.task_end is not None:
             await self.task_end.close()

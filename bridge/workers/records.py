@@ -52,8 +52,11 @@ class BreakpointRecord(BaseModel):
     live: bool = False
     #: Its working directory, as a live worker reports it (maps editor paths before a stop).
     working_dir: str | None = None
-    #: Its rank in the job (torch.distributed, Ray Train, verl), where known.
+    #: Its rank in the job (torch.distributed, Ray Train, verl), where known: for a live
+    #: worker, its rank in its default process group as torch says, once it made one.
     rank: int | None = None
+    #: How many ranks its torch.distributed world has, where a live worker said so.
+    world_size: int | None = None
     #: The role it plays, where the job has roles (verl: ``actor``, ``critic``, ``ref``).
     role: str | None = None
     #: A child process of a worker (a DataLoader worker, a multiprocessing child): the id of
