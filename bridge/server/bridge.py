@@ -38,6 +38,7 @@ from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers import legacy as legacy_records
 from raydap.bridge.workers.follow import resolve
+from raydap.bridge.workers.hang_reports import HangReports
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
@@ -107,6 +108,11 @@ class Bridge:
                 hang_after=settings.hang_after,
                 interval=settings.hang_sample_interval,
                 scope=settings.hang_watch,
+                reports=HangReports(
+                    settings.hang_reports,
+                    max_reports=settings.hang_reports_kept,
+                    max_bytes=settings.hang_reports_mb * 2**20,
+                ),
             )
             if settings.hang_watch != "off"
             else None

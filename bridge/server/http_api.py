@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -296,6 +299,36 @@ async def list_hangs(request: web.Request) -> web.Response:
     })  # fmt: skip
 
 
+def _latest_report(request: web.Request) -> Path:
+    watch = _hang_watch(request)
+    job = request.match_info["job"]
+    if not re.fullmatch(r"[0-9a-fA-F]{1,64}", job):
+        raise _error(web.HTTPBadRequest, "a job id is hexadecimal, at most 64 digits")
+    found = watch.reports.latest(job) if watch.reports is not None else None
+    if found is None:
+        raise _error(web.HTTPNotFound, f"no hang report of job {job!r} on this bridge")
+    return found
+
+
+async def hang_report(request: web.Request) -> web.Response:
+    """The latest hang report of a job: its verdict, and where it lies on the bridge's
+    machine (``.tar.gz``: the whole report, for a person on another machine)."""
+    watch = _hang_watch(request)
+    folder = _latest_report(request)
+    assert watch.reports is not None
+    try:
+        if request.match_info.get("archive"):
+            data = await asyncio.to_thread(watch.reports.archive, folder)
+            return web.Response(body=data, content_type="application/gzip", headers={
+                "Content-Disposition": f'attachment; filename="{folder.name}.tar.gz"',
+            })  # fmt: skip
+        verdict = await asyncio.to_thread(watch.reports.verdict, folder)
+    except (OSError, ValueError) as exc:
+        raise _error(web.HTTPInternalServerError, f"cannot read {folder}: {exc}") from None
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    return web.json_response({"report": str(folder), "files": files, "verdict": verdict})
+
+
 async def watch_job(request: web.Request) -> web.Response:
     """Watch one more job for hangs (any job, live workers or not)."""
     body: WatchBody = await _body(request, WatchBody)
@@ -397,6 +430,8 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_post("/api/v1/pause", pause_group)
     app.router.add_get("/api/v1/hangs", list_hangs)
     app.router.add_post("/api/v1/hangs/watch", watch_job)
+    app.router.add_get("/api/v1/hangs/{job}/report", hang_report)
+    app.router.add_get(r"/api/v1/hangs/{job}/report{archive:\.tar\.gz}", hang_report)
     app.router.add_get("/api/v1/events", events_socket)
     app.router.add_get("/dap", dap_socket)
     app.router.add_get("/pdb", pdb_socket)

@@ -70,10 +70,28 @@ class _Hangs(Collector):
         hung = GaugeMetricFamily(
             "raydap_job_suspected_hang", "1 while a job is a suspected hang", labels=["job"]
         )
+        stuck = GaugeMetricFamily(
+            "raydap_collective_stuck_seq",
+            "The collective sequence number at which a hung job's ranks disagree, by group",
+            labels=["job", "group", "op"],
+        )
         for verdict in verdicts:
             if verdict.state == "suspected_hang":
                 hung.add_metric([verdict.job], 1)
+                if (found := verdict.collective) is not None:
+                    stuck.add_metric([verdict.job, found.group, found.op], found.seq)
         yield hung
+        yield stuck
+        read = GaugeMetricFamily(
+            "raydap_collective_read_seconds",
+            "How long the latest read of a hung job's Flight Recorders took, by phase "
+            "(entries: every rank's; frames: the blamed ranks' call sites)",
+            labels=["job", "phase"],
+        )
+        for job, (entries, frames) in (self.watch.read_seconds() if self.watch else {}).items():
+            read.add_metric([job, "entries"], entries)
+            read.add_metric([job, "frames"], frames)
+        yield read
 
 
 class Metrics:

@@ -27,6 +27,13 @@ def default_runtime_dir() -> Path:
     return Path.home() / ".local" / "share" / "raydap" / "runtime"
 
 
+def default_reports_dir() -> Path:
+    """Hang reports outlive the bridge, so they are state, never the runtime directory."""
+    from raydap.bridge.workers.hang_reports import default_root
+
+    return default_root()
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAYDAP_", extra="forbid")
 
@@ -79,6 +86,17 @@ class Settings(BaseSettings):
     )
     hang_sample_interval: float = Field(
         5.0, ge=0.5, le=600, description="seconds between samples of watched jobs' stacks"
+    )
+    hang_reports: Path = Field(
+        default_factory=default_reports_dir,
+        description="where each suspected hang's report goes (verdict, stacks, Flight Recorder "
+        "dumps; kept after the job); default $XDG_STATE_HOME/raydap/hangs",
+    )
+    hang_reports_kept: int = Field(
+        50, ge=1, le=100_000, description="hang reports kept at most (the oldest go first)"
+    )
+    hang_reports_mb: int = Field(
+        200, ge=1, le=1_000_000, description="megabytes of hang reports kept at most"
     )
     runtime_dir: Path = Field(
         default_factory=default_runtime_dir, description="where the connection file goes"

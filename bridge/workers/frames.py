@@ -86,9 +86,16 @@ def wait_of(frames: Sequence[Frame]) -> Wait | None:
     if (frame := collective_of(frames)) is not None:
         return Wait("collective", frame.function.split(".")[-1], frame)
     python = [f for f in frames if not f.native]
-    for frame in python[:3]:  # a wait's own helpers sit just above it
+    for index, frame in enumerate(python[:3]):  # a wait's own helpers sit just above it
         function = frame.function.split(".")[-1]
         for path, functions, kind in _WAITS:
             if function in functions and path.search(frame.path):
+                # The outermost of its kind names it: ``Event.wait`` over ``Condition.wait``.
+                for caller in python[index + 1 : index + 3]:
+                    if caller.function.split(".")[-1] not in functions or not path.search(
+                        caller.path
+                    ):
+                        break
+                    frame = caller
                 return Wait(kind, function, frame)
     return None

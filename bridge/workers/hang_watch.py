@@ -6,6 +6,10 @@ one py-spy read of each running rank, on its node (one pinned task per node, as
 ``raydap stacks``), without locals: nothing is paused and a rank pays one ptrace snapshot.
 A job with a paused worker is left out of the sample: a person is debugging it, and its other
 ranks waiting on it is expected, not a hang.
+
+A suspected hang of a job with torch.distributed ranks is then judged by the ranks' Flight
+Recorders too (:mod:`.collective_reader`), once per hang and again when its stragglers change,
+and each new such verdict is written to a report that outlives the job (:mod:`.hang_reports`).
 """
 
 from __future__ import annotations
@@ -16,15 +20,18 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from raydap.bridge.cluster.pyspy import main_thread
 from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
+from raydap.bridge.workers.collective_reader import CollectiveReader, Finding
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.frames import fold
-from raydap.bridge.workers.hangs import HangJudge, RankSample, Verdict, news
+from raydap.bridge.workers.hang_reports import HangReports
+from raydap.bridge.workers.hangs import HangJudge, RankSample, Verdict, _own_frame, news
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.ranks import rank_from_environment
-from raydap.bridge.workers.stacks import running_workers
+from raydap.bridge.workers.stacks import StackOptions, running_workers, stacks
 from raydap.live import IDENTITY_VARIABLES
 
 log = logging.getLogger(__name__)
@@ -33,6 +40,18 @@ log = logging.getLogger(__name__)
 MAX_QUEUED = 100
 #: Jobs asked for by hand, at most.
 MAX_WATCHED = 1_000
+#: Reads of a hung job's recorders while some rank stays unread, at most.
+MAX_READS = 3
+
+
+@dataclass
+class _Found:
+    """A hung job's collective finding, and what it was read for."""
+
+    finding: Finding | None
+    #: The stack verdict's stragglers when it was read: new ones mean reading again.
+    stragglers: tuple[str, ...]
+    reads: int = 1
 
 
 class HangWatch:
@@ -45,6 +64,7 @@ class HangWatch:
         interval: float,
         scope: str = "live",
         clock: Callable[[], float] = time.time,
+        reports: HangReports | None = None,
     ) -> None:
         self.holder = holder
         self.remote = remote
@@ -57,6 +77,9 @@ class HangWatch:
         #: Each running rank's latest stack read, standing in for a read that failed.
         self._last: dict[str, RankSample] = {}
         self._subscribers: set[asyncio.Queue[Verdict]] = set()
+        self.collectives = CollectiveReader(holder)
+        self.reports = reports
+        self._found: dict[str, _Found] = {}
 
     def watch(self, job: str) -> None:
         if len(self.asked) >= MAX_WATCHED and job not in self.asked:
@@ -126,13 +149,84 @@ class HangWatch:
                 if record.id in self._last:
                     samples.append(self._last[record.id])
             before = self.judge.verdicts.get(job)
-            verdict = self.judge.observe(job, samples, now)
+            verdict = await self._with_collectives(self.judge.observe(job, samples, now))
             if news(before, verdict):
+                if verdict.state == "suspected_hang" and self.reports is not None:
+                    verdict = await self._report(verdict)
                 announced.append(verdict)
                 self._announce(verdict)
+            elif before is not None and verdict.state == before.state == "suspected_hang":
+                verdict = verdict.model_copy(update={"report": before.report})  # the same hang
+            self.judge.verdicts[job] = verdict
         for job in set(self.judge.jobs()) - set(by_job):
             self.judge.forget(job)  # ended, or a person is debugging it
+            self._found.pop(job, None)
         return announced
+
+    async def _with_collectives(self, verdict: Verdict) -> Verdict:
+        """A suspected hang with what its ranks' recorders say (read once per hang, again
+        when its stragglers change or while a rank stays unread)."""
+        job = verdict.job
+        if verdict.state != "suspected_hang":
+            self._found.pop(job, None)
+            return verdict
+        stragglers = tuple(s.worker for s in verdict.stragglers)
+        found = self._found.get(job)
+        if (
+            found is None
+            or found.stragglers != stragglers
+            or (found.finding is not None and found.finding.unread and found.reads < MAX_READS)
+        ):
+            finding = await self.collectives.find(job, self._whereabouts)
+            reads = found.reads + 1 if found is not None and found.stragglers == stragglers else 1
+            found = self._found[job] = _Found(finding, stragglers, reads)
+        return merged(verdict, found.finding)
+
+    def _whereabouts(self, worker: str) -> tuple[str, str, int] | None:
+        sample = self._last.get(worker)
+        frame = _own_frame(sample.frames) if sample is not None else None
+        return (frame.function, frame.path, frame.line) if frame is not None else None
+
+    async def _report(self, verdict: Verdict) -> Verdict:
+        """Write the verdict, the job's stacks with locals and its ranks' recorders to a new
+        report; the verdict names it. A report that cannot be written is logged, never
+        fatal."""
+        assert self.reports is not None
+        found = self._found.get(verdict.job)
+        finding = found.finding if found is not None else None
+        try:
+            merged_stacks = await stacks(
+                self.holder, WorkerFilter(job=verdict.job), self.remote, StackOptions(locals=True)
+            )
+        except Exception as exc:  # the stacks are a part of the report, not a condition of it
+            log.warning("job %s: its stacks could not be read for the report: %s", verdict.job, exc)
+            merged_stacks = None
+        body = verdict.model_dump(mode="json")
+        if finding is not None:
+            body["other_collectives"] = [c.model_dump(mode="json") for c in finding.others]
+        world = finding.collective.world if finding and finding.collective else None
+        try:
+            folder = await asyncio.to_thread(
+                self.reports.write, verdict.job, body, merged_stacks,
+                finding.dumps if finding else [], world,
+            )  # fmt: skip
+        except OSError as exc:
+            log.warning("job %s: could not write its hang report: %s", verdict.job, exc)
+            return verdict
+        log.warning("job %s: hang report written to %s", verdict.job, folder)
+        return verdict.model_copy(update={"report": str(folder)})
+
+    def read_seconds(self) -> dict[str, tuple[float, float]]:
+        """By job: how long its latest recorder read took (entries, then call sites)."""
+        return {
+            job: (found.finding.read_seconds, found.finding.frames_seconds)
+            for job, found in self._found.items()
+            if found.finding is not None
+        }
+
+    def reread(self, job: str) -> None:
+        """Read a job's recorders again at the next sample."""
+        self._found.pop(job, None)
 
     def _announce(self, verdict: Verdict) -> None:
         log.log(
@@ -144,3 +238,20 @@ class HangWatch:
                 with contextlib.suppress(asyncio.QueueEmpty):
                     queue.get_nowait()
             queue.put_nowait(verdict)
+
+
+def merged(verdict: Verdict, finding: Finding | None) -> Verdict:
+    """A stack verdict with its collective finding: the ranks at fault first among the
+    stragglers, and the collective said first in the summary."""
+    if finding is None:
+        return verdict
+    blamed = {s.worker for s in finding.stragglers}
+    stragglers = [*finding.stragglers, *(s for s in verdict.stragglers if s.worker not in blamed)]
+    summary = verdict.summary
+    if finding.collective is not None:
+        said = summary.removeprefix("no progress: ")
+        summary = f"no progress: {finding.collective.summary}; {said}"
+    return verdict.model_copy(update={
+        "collective": finding.collective, "unread": finding.unread,
+        "stragglers": stragglers, "summary": summary,
+    })  # fmt: skip

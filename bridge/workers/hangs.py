@@ -21,7 +21,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.frames import is_plumbing, wait_of
+from raydap.bridge.workers.desync import Collective
+from raydap.bridge.workers.frames import Wait, is_plumbing, wait_of
 
 JobState = Literal["progressing", "suspected_hang"]
 #: A group's frames are given up to this depth (innermost first).
@@ -60,6 +61,17 @@ class Straggler(BaseModel):
     function: str
     path: str
     line: int
+    #: Why it holds the job up, where the recorders say (``never joined all_reduce #10``).
+    why: str | None = None
+
+
+class Unread(BaseModel):
+    """A rank whose Flight Recorder could not be read, and why (the rest of the verdict
+    stands without it)."""
+
+    rank: int | None
+    worker: str | None
+    reason: str
 
 
 class Verdict(BaseModel):
@@ -69,8 +81,15 @@ class Verdict(BaseModel):
     since: float
     groups: list[Group]
     stragglers: list[Straggler]
-    #: A line a person reads: ``3 ranks wait in all_reduce; rank 3 is in fetch_batch``.
+    #: A line a person reads: ``3 ranks wait in all_reduce; rank 3 in fetch_batch``.
     summary: str
+    #: Where the ranks' Flight Recorders disagree (:mod:`.desync`), for a suspected hang of
+    #: a job with process groups; None where no recorder could be read.
+    collective: Collective | None = None
+    #: Ranks whose recorder could not be read.
+    unread: list[Unread] = []
+    #: The directory this verdict was written to (:mod:`.hang_reports`).
+    report: str | None = None
 
 
 Signature = tuple[tuple[str, str, int], ...]
@@ -159,11 +178,29 @@ def _summary(groups: Sequence[Group], samples: Sequence[RankSample], stalled: bo
     for group in groups:
         members = [by_worker[w] for w in group.workers]
         who = _who(members[0]) if len(members) == 1 else f"{len(members)} ranks"
+        wait = wait_of(members[0].frames)
+        if wait is not None and wait.kind == "collective":
+            parts.append(f"{who} {'wait' if len(members) > 1 else 'waits'} in {wait.name}")
+            continue
         frame = _own_frame(members[0].frames)
         where = frame.function if frame else "?"
-        verb = "wait" if len(members) > 1 else "waits"
-        parts.append(f"{who} {verb} in {group.wait}" if group.wait else f"{who} in {where}")
+        parts.append(f"{who} in {where}" + (f" ({waiting_on(wait)})" if wait else ""))
     return ("no progress: " if stalled else "") + "; ".join(parts)
+
+
+def waiting_on(wait: Wait) -> str:
+    """``waiting on an Event``: what a wait outside a collective is, in a person's words."""
+    name = wait.frame.function
+    if wait.kind == "lock or event":
+        thing = (
+            "an Event" if "Event" in name else "a Condition" if "Condition" in name
+            else "a thread" if wait.name == "join" else "a lock" if wait.name == "acquire"
+            else "a lock or an Event"
+        )  # fmt: skip
+        return f"waiting on {thing}"
+    if wait.kind == "ray.get":
+        return "waiting in ray.get"
+    return f"waiting on a {wait.kind}" if wait.kind in ("queue", "future") else f"in {wait.kind}"
 
 
 class HangJudge:
@@ -189,8 +226,16 @@ class HangJudge:
 
 
 def news(before: Verdict | None, after: Verdict) -> bool:
-    """Whether a verdict is worth announcing: the state or the stragglers changed."""
+    """Whether a verdict is worth announcing: the state, the stragglers or the collective
+    verdict changed."""
     if before is None:
         return after.state == "suspected_hang"
     stragglers = [s.worker for s in before.stragglers] != [s.worker for s in after.stragglers]
-    return before.state != after.state or stragglers
+    return before.state != after.state or stragglers or _where(before) != _where(after)
+
+
+def _where(verdict: Verdict) -> object:
+    found = verdict.collective
+    if found is None:
+        return None
+    return (found.world, found.group, found.p2p, found.seq, found.at_fault())

@@ -4,15 +4,21 @@ standing in (the real ones: tests/e2e/test_hangs.py)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from raydap.adapter import State
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
 from raydap.bridge.cluster.pyspy import parse_json
 from raydap.bridge.cluster.remote_stacks import Reading
-from raydap.bridge.workers.hang_watch import HangWatch
+from raydap.bridge.workers.hang_reports import HangReports
+from raydap.bridge.workers.hang_watch import MAX_READS, HangWatch
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
+from raydap.live import collectives
+from raydap.protocol import Response
+from tests.unit.bridge.workers.test_desync import RECORDINGS
 
 C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
 
@@ -120,3 +126,88 @@ async def test_a_rank_that_could_not_be_read_counts_as_where_it_was() -> None:
     now[0] = 12.0
     assert await hangs.sample() == []  # no news: still hung, with the same straggler
     assert hangs.verdicts()[0] == hung.model_copy(update={"since": hung.since})
+
+
+# -- the ranks' Flight Recorders -------------------------------------------------------------
+
+
+class RecordingUpstream:
+    """A live rank's debug connection, answering ``raydapCollectives`` with what a real gloo
+    rank answered (``recordings/``); counts what it was asked."""
+
+    state = State.RUNNING
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+        self.asked: list[bool] = []  # frames or not, per read
+        self.fails = False
+
+    async def request(self, command: str, arguments: Any = None, **_: Any) -> Response:
+        assert command == collectives.REQUEST
+        self.asked.append(bool(arguments.get("frames")))
+        if self.fails:
+            return Response(request_seq=1, success=False, command=command, message="gone away")
+        return Response(request_seq=1, success=True, command=command, body=self.body)
+
+
+def live_ranks(registry: Registry, holder: Holder) -> dict[int, RecordingUpstream]:
+    """Job 01's four ranks as live workers that reported their groups (rank 3 never came to
+    all_reduce #4: it is stuck in its data loader, where the cluster's py-spy finds it)."""
+    bodies = json.loads((RECORDINGS / "gloo_straggler.json").read_text())["ranks"]
+    upstreams = {}
+    for rank, body in enumerate(bodies):
+        rid = record_id(f"01w{rank}" + "0" * 10)
+        registry.put(BreakpointRecord(id=rid, node_ip="10.0.0.1", paused_since=0, live=True,
+                                      state="running", job_id="01"))  # fmt: skip
+        upstreams[rank] = holder.upstreams[rid] = RecordingUpstream(body)  # type: ignore[assignment]
+        holder.process_groups._told(rid, {"identity": body["identity"]})
+    return upstreams
+
+
+async def test_a_hung_jobs_recorders_are_read_once_and_name_the_rank_that_never_came(
+    tmp_path: Path,
+) -> None:
+    hangs, _, now = watch("all")
+    holder, registry = hangs.holder, hangs.holder.registry
+    upstreams = live_ranks(registry, holder)
+    assert [registry.get(record_id(f"01w{r}" + "0" * 10)).rank for r in range(4)] == [0, 1, 2, 3]  # type: ignore[union-attr]
+    hangs.reports = HangReports(tmp_path)
+    await hangs.sample()
+    assert all(u.asked == [] for u in upstreams.values())  # progressing: nothing read
+    now[0] = 11.0
+    [hung] = [v for v in await hangs.sample() if v.job == "01"]
+    assert hung.collective is not None
+    assert (hung.collective.seq, hung.collective.waiting, hung.collective.missing) == (
+        4,
+        [0, 1, 2],
+        [3],
+    )
+    [straggler] = hung.stragglers  # at fault and a straggler of the stacks alike: once
+    assert (straggler.rank, straggler.function) == (3, "fetch_batch")  # where it is now
+    assert straggler.why == "never joined all_reduce #4 (its last: #3)"
+    assert hung.summary.startswith("no progress: all_reduce #4 (default_pg): rank 3 never joined")
+    assert hung.summary.endswith("rank 3 in fetch_batch")
+    # every rank read once; call sites asked of the blamed rank only
+    assert [u.asked for u in upstreams.values()] == [[False], [False], [False], [False, True]]
+    assert hung.report and (Path(hung.report) / "rank_3").exists()
+    now[0] = 12.0
+    assert [v.job for v in await hangs.sample()] == []  # the same hang: no news, no new read
+    assert [len(u.asked) for u in upstreams.values()] == [1, 1, 1, 2]
+    assert hangs.verdicts()[0].report == hung.report and len(list(tmp_path.iterdir())) == 1
+
+
+async def test_a_rank_whose_recorder_cannot_be_read_is_named_and_asked_again() -> None:
+    hangs, _, now = watch("all")
+    upstreams = live_ranks(hangs.holder.registry, hangs.holder)
+    upstreams[1].fails = True
+    await hangs.sample()
+    now[0] = 11.0
+    [hung] = [v for v in await hangs.sample() if v.job == "01"]
+    [unread] = hung.unread
+    assert (unread.rank, unread.worker) == (1, record_id("01w1" + "0" * 10))
+    assert "gone away" in unread.reason
+    assert hung.collective is not None and hung.collective.missing == [3]  # the rest stands
+    for second in (12.0, 13.0, 14.0):
+        now[0] = second
+        await hangs.sample()
+    assert len(upstreams[0].asked) == MAX_READS  # asked again while unread, a few times
