@@ -26,10 +26,16 @@ class ApiClient:
     def get(self, path: str) -> Any:
         return self._call("GET", path)
 
+    def get_bytes(self, path: str) -> bytes:
+        """A GET whose answer is not JSON (an archive)."""
+        return self._call("GET", path, raw=True)  # type: ignore[no-any-return]
+
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
         return self._call("POST", path, body or {})
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, raw: bool = False
+    ) -> Any:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Content-Type", "application/json")
@@ -38,7 +44,8 @@ class ApiClient:
         context = self.target.ssl_context()
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=context) as response:
-                return json.loads(response.read())
+                data = response.read()
+                return data if raw else json.loads(data)
         except urllib.error.HTTPError as exc:
             try:
                 detail = json.loads(exc.read()).get("error", exc.reason)

@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -19,7 +20,7 @@ from pydantic_core import PydanticUndefined
 from raydap.adapter.quirks import exception_line
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
 from raydap.bridge.client.render import breakpoints_table, table
-from raydap.bridge.client.render_stacks import hang_report, stack_tree
+from raydap.bridge.client.render_stacks import hang_report, saved_report, stack_tree
 from raydap.bridge.server.settings import Settings, cli_fields
 
 if TYPE_CHECKING:
@@ -128,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     hangs.add_argument("--job", help="also watch this job (one without live workers)")
     hangs.add_argument("--json", action="store_true", help="the API's answer as JSON")
     hangs.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
+    hangs.add_argument(
+        "--report", metavar="JOB", help="the latest hang report of a job (kept after it ended)"
+    )
+    hangs.add_argument(
+        "--save", metavar="FILE", help="with --report: save the whole report as a .tar.gz here"
+    )
     pause = commands.add_parser(
         "pause",
         help="pause a running worker in place (no breakpoint() needed); then attach",
@@ -372,6 +379,16 @@ def cmd_pause(args: argparse.Namespace) -> int:
 
 def cmd_hangs(args: argparse.Namespace) -> int:
     api = ApiClient()
+    if args.save and not args.report:
+        raise SystemExit("raydap hangs: --save goes with --report JOB")
+    if args.report:
+        if args.save:
+            Path(args.save).write_bytes(api.get_bytes(f"/api/v1/hangs/{args.report}/report.tar.gz"))
+            print(f"saved the latest hang report of job {args.report} to {args.save}")
+            return 0
+        answer = api.get(f"/api/v1/hangs/{args.report}/report")
+        print(json.dumps(answer, indent=2) if args.json else saved_report(answer))
+        return 0
     if args.job:
         api.post("/api/v1/hangs/watch", {"job": args.job})
     while True:

@@ -112,16 +112,57 @@ def hang_report(answer: dict[str, Any], now: float | None = None) -> str:
             lines.append(f"job {job['job']}: SUSPECTED HANG, nothing moved for {still}")
         else:
             lines.append(f"job {job['job']}: progressing")
-        lines.append(f"  {job['summary']}")
-        for straggler in job.get("stragglers", []):
-            who = (
-                f"rank {straggler['rank']}"
-                if straggler.get("rank") is not None
-                else straggler["worker"]
-            )
-            role = f" ({straggler['role']})" if straggler.get("role") else ""
-            where = f"{_short_path(straggler['path'], 60)}:{straggler['line']}"
+        lines += _verdict_lines(job)
+    return "\n".join(lines)
+
+
+def _verdict_lines(job: dict[str, Any]) -> list[str]:
+    lines = [f"  {job['summary']}"]
+    found = job.get("collective")
+    if found:
+        waiting = ", ".join(map(str, found["waiting"])) or "none"
+        lines.append(
+            f"  collective: {found['op']} #{found['seq']} in group {found['group']} "
+            f"({found.get('group_desc') or '-'}): waiting {waiting}; "
+            f"missing {', '.join(map(str, found['missing'])) or 'none'}"
+        )
+        for odd in found.get("mismatch", []):
+            at = f" at {_short_path(odd['path'], 60)}:{odd['line']}" if odd.get("path") else ""
             lines.append(
-                f"  straggler: {who}{role} {straggler['worker']} in {straggler['function']} {where}"
+                f"  mismatch: rank {odd['rank']} called {odd['op']} {odd['sizes']} "
+                f"{'/'.join(odd['dtypes'])}{at}"
             )
+    for straggler in job.get("stragglers", []):
+        who = (
+            f"rank {straggler['rank']}"
+            if straggler.get("rank") is not None
+            else straggler["worker"]
+        )
+        role = f" ({straggler['role']})" if straggler.get("role") else ""
+        where = f"{_short_path(straggler['path'], 60)}:{straggler['line']}"
+        why = f": {straggler['why']}" if straggler.get("why") else ""
+        lines.append(
+            f"  straggler: {who}{role} {straggler['worker']} in {straggler['function']} "
+            f"{where}{why}"
+        )
+    for unread in job.get("unread", []):
+        who = f"rank {unread['rank']}" if unread.get("rank") is not None else unread["worker"]
+        lines.append(f"  recorder not read: {who}: {unread['reason']}")
+    if job.get("report"):
+        lines.append(f"  report: {job['report']}")
+    return lines
+
+
+def saved_report(answer: dict[str, Any]) -> str:
+    """``/api/v1/hangs/JOB/report`` for a person: the verdict as it was, and the files."""
+    verdict = answer.get("verdict", {})
+    at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(verdict.get("since", 0))))
+    lines = [f"job {verdict.get('job')}: hung since {at} (report {answer.get('report')})"]
+    lines += _verdict_lines({**verdict, "report": None})
+    lines.append("  files: " + ", ".join(answer.get("files", [])))
+    if any(name.startswith("rank_") for name in answer.get("files", [])):
+        lines.append(
+            "  torch's analyzer reads it: python -m torch.distributed.flight_recorder.fr_trace "
+            f"{answer.get('report')}"
+        )
     return "\n".join(lines)

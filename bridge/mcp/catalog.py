@@ -59,6 +59,12 @@ class Stacks(Arguments):
     locals: bool = Field(default=False, description="each frame's local variables too")
 
 
+class Hangs(Arguments):
+    job: str | None = Field(
+        default=None, pattern=r"^[0-9a-fA-F]{1,64}$", description="one job's verdict (its id)"
+    )
+
+
 class Evaluate(OneOrGroup):
     expression: str = Field(min_length=1, max_length=10_000, description="a Python expression")
     frame: int = Frame
@@ -133,6 +139,14 @@ TOOLS = (
          "grouped, so a hung job shows which ranks wait in a collective and which is elsewhere "
          f"(the straggler). With the hang watch on, its verdicts come too. {_FILTER_WORDS}",
          reads=True),
+    Tool("hangs", Hangs, "Is a job hung, and why? The hang watch's verdict of each watched "
+         "job (every job with live workers): `progressing` or `suspected_hang`, with the ranks "
+         "that hold it up first among `stragglers` (each with `why` and where), and for "
+         "torch.distributed jobs `collective`: the group, the collective sequence number `seq` "
+         "at which the ranks' Flight Recorders disagree, its op, the ranks `waiting` there, the "
+         "ranks `missing` (never came) and `mismatch` (called another op, or other sizes or "
+         "dtypes, with the call site); `unread` ranks whose recorder could not be read; "
+         "`report`, a directory on the bridge's machine kept after the job.", reads=True),
     Tool("evaluate", Evaluate, "Evaluate a Python expression in every matching paused worker "
          "(or one `worker`), in frame `frame`, side by side; `differs` marks a value unlike the "
          f"most common one. Runs code in the workers. {_FILTER_WORDS}", reads=False),

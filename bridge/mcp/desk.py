@@ -71,7 +71,7 @@ class Desk:
     holder: Holder
     remote_stacks: RemoteStacks | None = None
     outside_pause: OutsidePause | None = None
-    hangs: HangWatch | None = None
+    hang_watch: HangWatch | None = None
 
     # -- reading --------------------------------------------------------------------------
 
@@ -85,12 +85,27 @@ class Desk:
         answer["workers"] = [  # records, as list_workers shows them
             summary(BreakpointRecord.model_validate(w)) for w in answer.get("workers", [])
         ]
-        if self.hangs is not None:
+        if self.hang_watch is not None:
             answer["hang_verdicts"] = [
                 v.model_dump(mode="json")
-                for v in self.hangs.verdicts()
+                for v in self.hang_watch.verdicts()
                 if ask.filter.job is None or v.job == ask.filter.job
             ]
+        return answer
+
+    async def hangs(self, ask: catalog.Hangs) -> dict[str, Any]:
+        if self.hang_watch is None:
+            raise ToolError("the bridge's hang watch is off (raydap serve --hang-watch)")
+        verdicts = [v for v in self.hang_watch.verdicts() if ask.job is None or v.job == ask.job]
+        answer: dict[str, Any] = {
+            "jobs": [v.model_dump(mode="json") for v in verdicts],
+            "hang_after": self.hang_watch.judge.hang_after,
+        }
+        if ask.job is not None and not verdicts:
+            answer["hint"] = (
+                f"job {ask.job} is not watched or runs nothing: jobs with live workers are "
+                "watched; `raydap hangs --job ID` watches another"
+            )
         return answer
 
     async def source(self, ask: catalog.Source) -> dict[str, Any]:

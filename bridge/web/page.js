@@ -105,10 +105,15 @@ function showHang(verdict) {
   $('hang-banner').hidden = !first;
   if (!first) return;
   const stragglers = first.stragglers.slice(0, 3).map((s) =>
-    `${s.rank === null ? s.worker : `rank ${s.rank}`}${s.role ? ` (${s.role})` : ''} in ${s.function}`).join(', ');
+    `${s.rank === null ? s.worker : `rank ${s.rank}`}${s.role ? ` (${s.role})` : ''} in ${s.function}` +
+    (s.why ? ` (${s.why})` : '')).join(', ');
   $('hang-text').textContent = `Job ${first.job} looks hung: ${first.summary}` +
     (stragglers ? `. Straggler: ${stragglers}` : '');
   $('hang-stacks').dataset.job = first.job;
+  // The report outlives the job: the whole of it, as one archive.
+  const report = $('hang-report');
+  report.hidden = !first.report;
+  report.href = `/api/v1/hangs/${encodeURIComponent(first.job)}/report.tar.gz`;
 }
 
 $('hang-stacks').addEventListener('click', () => {

@@ -88,7 +88,7 @@ async def test_an_agent_debugs_the_demo_job(bridge: BridgeProcess, ray_head: Loc
         async with agent(bridge) as session:
             tools = {tool.name for tool in (await session.list_tools()).tools}
             assert {"list_workers", "evaluate", "set_breakpoints", "wait_for_pause"} <= tools
-            assert len(tools) == 11
+            assert len(tools) == 12
             listed = await until(session, "list_workers", demo_paused)
             workers = [w for w in listed["workers"] if w.get("at", {}).get("path") == str(DEMO_JOB)]
             by_function = {w["at"]["function"]: w for w in workers}

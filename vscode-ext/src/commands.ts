@@ -14,10 +14,18 @@ import type { StacksTreeProvider } from './stacksView';
 import type { StackItem } from './stackTree';
 import { attachable, workerNode, workerTitle, type TreeNode } from './workerTree';
 
+/** Where a hang notification points: the rank at fault, and its last call site. */
+interface HangAt {
+  worker?: string;
+  path?: string;
+  line?: number;
+}
+
 export function registerCommands(
   context: vscode.ExtensionContext,
   connection: Connection,
   stacks: StacksTreeProvider,
+  stacksView: vscode.TreeView<StackItem>,
 ): void {
   const commands: Record<string, (node?: TreeNode | StackItem) => Promise<unknown>> = {
     'raydap.attach': async (node) => {
@@ -49,6 +57,16 @@ export function registerCommands(
       if (jobId === null) return;
       await vscode.commands.executeCommand('raydap.stacks.focus');
       await stacks.load(jobId);
+      const at = node?.type === 'job' ? (node as HangAt) : undefined;
+      if (!at?.worker) return;
+      const item = stacks.find(at.worker);
+      if (item) {
+        await stacksView.reveal(item, { select: true, focus: true, expand: true });
+      } else if (at.path && at.line && fs.existsSync(at.path)) {
+        // A rank that runs no task (it finished): where it last called a collective.
+        const line = Math.max(at.line - 1, 0);
+        await vscode.window.showTextDocument(vscode.Uri.file(at.path), { selection: new vscode.Range(line, 0, line, 0) });
+      }
     },
     'raydap.refreshStacks': () => stacks.load(stacks.jobId),
     'raydap.pauseWorker': async (node) => {

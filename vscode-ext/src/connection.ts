@@ -93,17 +93,23 @@ export class Connection implements vscode.Disposable {
     this.stream.start();
   }
 
-  /** A job newly suspected hung: say so, naming its stragglers, and offer its merged stacks. */
+  /** A job newly suspected hung: say so, naming its stragglers (the ranks at fault first),
+   * and offer its merged stacks opened at the first of them. */
   private announceHang(verdict: HangVerdict): void {
     this.log.appendLine(`job ${verdict.job}: ${verdict.state} (${verdict.summary})`);
+    if (verdict.report) this.log.appendLine(`job ${verdict.job}: report ${verdict.report}`);
     if (verdict.state !== 'suspected_hang') return;
     const stragglers = verdict.stragglers
       .slice(0, 3)
       .map((s) => `${s.rank === null ? s.worker : `rank ${s.rank}`}${s.role ? ` (${s.role})` : ''} in ${s.function}`)
       .join(', ');
     const text = `Ray job ${verdict.job} looks hung: ${verdict.summary}${stragglers ? `. Straggler: ${stragglers}` : ''}`;
-    void vscode.window.showWarningMessage(text, 'Show Stacks').then((choice) => {
-      if (choice === 'Show Stacks') void vscode.commands.executeCommand('raydap.showStacks', { type: 'job', jobId: verdict.job });
+    const first = verdict.stragglers[0];
+    const action = first ? `Show ${first.rank === null ? first.worker : `Rank ${first.rank}`}` : 'Show Stacks';
+    void vscode.window.showWarningMessage(text, action).then((choice) => {
+      if (choice !== action) return;
+      const at = first ? { worker: first.worker, path: first.path, line: first.line } : {};
+      void vscode.commands.executeCommand('raydap.showStacks', { type: 'job', jobId: verdict.job, ...at });
     });
   }
 

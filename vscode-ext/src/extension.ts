@@ -46,7 +46,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   });
 
-  registerCommands(context, connection, stacks);
+  registerCommands(context, connection, stacks, stacksView);
   registerDebugType(context, connection, log);
   await connection.reconnect();
 }

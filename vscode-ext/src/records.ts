@@ -38,12 +38,37 @@ export interface WorkerRecord {
   parent: string | null;
 }
 
+/** Where a hung job's ranks stopped agreeing, from their Flight Recorders. */
+export interface CollectiveVerdict {
+  group: string;
+  seq: number;
+  op: string;
+  waiting: number[];
+  missing: number[];
+  mismatch: { rank: number; op: string }[];
+  summary: string;
+}
+
+/** A hung job's rank: the ranks at fault come first, with why. */
+export interface Straggler {
+  worker: string;
+  rank: number | null;
+  role: string | null;
+  function: string;
+  path: string;
+  line: number;
+  why: string | null;
+}
+
 /** A watched job's hang verdict, as the events WebSocket announces a new one. */
 export interface HangVerdict {
   job: string;
   state: 'progressing' | 'suspected_hang';
   summary: string;
-  stragglers: { worker: string; rank: number | null; role: string | null; function: string; path: string; line: number }[];
+  stragglers: Straggler[];
+  collective: CollectiveVerdict | null;
+  /** Where the bridge wrote its report (on the bridge's machine). */
+  report: string | null;
 }
 
 /** One message of `/api/v1/events`: every record first, then one change at a time. */
@@ -161,8 +186,35 @@ function parseVerdict(value: unknown): HangVerdict {
         function: text(straggler.function, 'straggler.function'),
         path: text(straggler.path, 'straggler.path'),
         line: number(straggler.line, 'straggler.line'),
+        why: optionalText(straggler.why, 'straggler.why'),
       };
     }),
+    collective: raw.collective === null || raw.collective === undefined ? null : parseCollective(raw.collective),
+    report: optionalText(raw.report, 'verdict.report'),
+  };
+}
+
+const MAX_RANKS = 100_000;
+
+function ranks(value: unknown, at: string): number[] {
+  if (!Array.isArray(value) || value.length > MAX_RANKS) throw new InvalidRecord(at);
+  return value.map((rank: unknown, index: number) => number(rank, `${at}[${index}]`));
+}
+
+function parseCollective(value: unknown): CollectiveVerdict {
+  const raw = object(value, 'collective');
+  if (!Array.isArray(raw.mismatch) || raw.mismatch.length > MAX_RANKS) throw new InvalidRecord('collective.mismatch');
+  return {
+    group: text(raw.group, 'collective.group'),
+    seq: number(raw.seq, 'collective.seq'),
+    op: text(raw.op, 'collective.op'),
+    waiting: ranks(raw.waiting, 'collective.waiting'),
+    missing: ranks(raw.missing, 'collective.missing'),
+    mismatch: raw.mismatch.map((item: unknown, index: number) => {
+      const odd = object(item, `mismatch ${index}`);
+      return { rank: number(odd.rank, 'mismatch.rank'), op: text(odd.op, 'mismatch.op') };
+    }),
+    summary: message(raw.summary, 'collective.summary'),
   };
 }
 

@@ -123,3 +123,16 @@ export function buildStackItems(answer: StacksAnswer): StackItem[] {
   const failed: FailedItem[] = answer.failed.map((f) => ({ type: 'failed', label: `not read: ${f.id}`, description: f.reason }));
   return [...answer.tree.children.map(frame), ...failed];
 }
+
+/** The items from the top of the view down to a worker's item, to reveal it; null when the
+ * worker is not in the stacks (it runs no task: a rank that finished). */
+export function pathTo(items: StackItem[], workerId: string): StackItem[] | null {
+  for (const item of items) {
+    if (item.type === 'rank' && item.id.split('/')[0] === workerId) return [item];
+    if (item.type === 'frame') {
+      const below = pathTo(item.children, workerId);
+      if (below) return [item, ...below];
+    }
+  }
+  return null;
+}

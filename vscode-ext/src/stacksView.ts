@@ -3,7 +3,7 @@
 import * as vscode from 'vscode';
 
 import type { Connection } from './connection';
-import { buildStackItems, type StackItem } from './stackTree';
+import { buildStackItems, pathTo, type StackItem } from './stackTree';
 
 export class StacksTreeProvider implements vscode.TreeDataProvider<StackItem>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<StackItem | undefined>();
@@ -58,6 +58,28 @@ export class StacksTreeProvider implements vscode.TreeDataProvider<StackItem>, v
       tree.iconPath = new vscode.ThemeIcon('warning');
     }
     return tree;
+  }
+
+  /** The item of a worker, to reveal (undefined: it is not in these stacks). */
+  find(workerId: string): StackItem | undefined {
+    return pathTo(this.items, workerId)?.at(-1);
+  }
+
+  getParent(item: StackItem): StackItem | undefined {
+    const id = item.type === 'rank' ? item.id : undefined;
+    const chain = id ? pathTo(this.items, id.split('/')[0] ?? id) : this.chainOf(item, this.items);
+    return chain && chain.length > 1 ? chain.at(-2) : undefined;
+  }
+
+  private chainOf(target: StackItem, items: StackItem[]): StackItem[] | null {
+    for (const item of items) {
+      if (item === target) return [item];
+      if (item.type === 'frame') {
+        const below = this.chainOf(target, item.children);
+        if (below) return [item, ...below];
+      }
+    }
+    return null;
   }
 
   getChildren(item?: StackItem): StackItem[] {

@@ -215,14 +215,16 @@ async function childSessions(page) {
 async function stacksAndPause(page) {
   const ray = await openRayViewWithToken(page);
   await page.locator('.statusbar-item', { hasText: 'Ray: 0 paused' }).waitFor();
-  // The bridge's hang watch calls the job hung: a warning names the straggler, and its Show
-  // Stacks button opens the job's merged stacks.
+  // The bridge's hang watch calls the job hung: a warning names the straggler, and its button
+  // (Show and the straggler) opens the job's merged stacks at it.
   const notice = page.locator('.notification-toast', { hasText: `Ray job ${env('JOB_ID')} looks hung` });
   await notice.waitFor();
   const text = (await notice.textContent()) ?? '';
   if (!/Straggler: .* in compute/.test(text)) throw new Error(`the hang notification reads ${text}`);
   say(`a notification says the job looks hung: ${text.slice(0, 160)}`);
-  await notice.getByRole('button', { name: 'Show Stacks' }).click();
+  const show = notice.getByRole('button', { name: /^Show / });
+  const straggler = ((await show.textContent()) ?? '').replace(/^Show /, '').trim();
+  await show.click();
   const stacks = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray Stacks/ }) });
   // Room for the whole tree: the Run pane folded away (the tree is virtual: rows out of
   // view are not in the page).
@@ -241,6 +243,12 @@ async function stacksAndPause(page) {
   if (!/hung\.py:\d+ · 2 of 3/.test(label ?? '')) throw new Error(`the waiting frame reads ${label}`);
   await stacks.locator('.monaco-list-row', { hasText: 'compute' }).first().waitFor();
   say(`the stacks view merges the waiting ranks: ${label}`);
+  // Opened at the straggler: its row, under the frame where its stack ends, is selected.
+  const selected = stacks.locator('.monaco-list-row.selected', { hasText: 'stack ends here' });
+  await selected.waitFor();
+  const chosen = (await selected.getAttribute('aria-label')) ?? '';
+  if (!chosen.includes(straggler)) throw new Error(`the stacks opened at ${chosen}, not ${straggler}`);
+  say(`the notification's button opened the stacks at the straggler: ${chosen}`);
   // The ranks of that frame are listed under its innermost frame; pause the first one.
   const rank = stacks.locator('.monaco-list-row', { hasText: 'stack ends here' }).first();
   await rank.waitFor();

@@ -54,3 +54,27 @@ test('only a true live flag makes a record live (older bridges send none)', () =
   const { live: _, ...older } = record();
   assert.equal(parseRecord(older).live, false);
 });
+
+test('a hang verdict carries its collective verdict, the ranks at fault first, and its report', () => {
+  const collective = {
+    group: '0', group_desc: 'default_pg', world: '127.0.0.1:29500', seq: 6, op: 'all_reduce', p2p: false,
+    waiting: [0, 1, 3], missing: [2], mismatch: [], members: [],
+    summary: 'all_reduce #6 (default_pg): rank 2 never joined (its last: #5)',
+  };
+  const straggler = { worker: 'w2', rank: 2, role: null, function: 'train', path: '/job/train.py', line: 44,
+                      why: 'never joined all_reduce #6 (its last: #5)' };
+  const verdict = { job: '02000000', state: 'suspected_hang', since: 1, groups: [], stragglers: [straggler],
+                    summary: 'no progress', collective, unread: [], report: '/state/raydap/hangs/02000000-x' };
+  const event = parseEvent({ kind: 'hang', type: 'hang', verdict });
+  assert.equal(event.kind, 'hang');
+  if (event.kind !== 'hang') return;
+  assert.deepEqual(event.verdict.collective?.missing, [2]);
+  assert.equal(event.verdict.collective?.seq, 6);
+  assert.equal(event.verdict.stragglers[0]?.why, 'never joined all_reduce #6 (its last: #5)');
+  assert.equal(event.verdict.report, '/state/raydap/hangs/02000000-x');
+  // A verdict without them (an older bridge, or no recorder) still reads
+  const plain = parseEvent({ kind: 'hang', type: 'hang', verdict: { ...verdict, collective: undefined, report: undefined } });
+  assert.equal(plain.kind === 'hang' && plain.verdict.collective, null);
+  assert.throws(() => parseEvent({ kind: 'hang', type: 'hang', verdict: { ...verdict, collective: { ...collective, missing: ['2'] } } }),
+    /collective.missing/);
+});

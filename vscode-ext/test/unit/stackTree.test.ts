@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { buildStackItems, parseStacks, type FrameItem } from '../../src/stackTree';
+import { buildStackItems, parseStacks, pathTo, type FrameItem } from '../../src/stackTree';
 
 /** The shape `GET /api/v1/stacks` answers: two ranks waiting, one computing. */
 const ANSWER = {
@@ -64,4 +64,11 @@ test('a malformed answer is refused with what is wrong', () => {
   assert.throws(() => parseStacks({ tree: { function: 'f', path: 'p', line: '3', workers: [], children: [] } }), /line/);
   assert.throws(() => parseStacks({ tree: { function: 'f', path: 'p', line: 3, workers: [1], children: [] } }), /workers/);
   assert.throws(() => parseStacks(null), /not an object/);
+});
+
+test('a worker is found under the frame where its stack ends, to be revealed; one not there is not', () => {
+  const items = buildStackItems(parseStacks(ANSWER));
+  const chain = pathTo(items, 'cccccccccccc');
+  assert.deepEqual(chain?.map((item) => (item.type === 'rank' ? item.id : item.label)), ['main_loop', 'compute', 'cccccccccccc']);
+  assert.equal(pathTo(items, 'eeeeeeeeeeee'), null);
 });

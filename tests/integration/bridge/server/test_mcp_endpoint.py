@@ -70,7 +70,14 @@ async def test_a_view_token_is_offered_and_allowed_only_the_reading_tools(
 ) -> None:
     async with mcp_session(secured, BOB) as viewer:
         offered = {tool.name for tool in (await viewer.list_tools()).tools}
-        assert offered == {"list_workers", "stacks", "source", "variables", "wait_for_pause"}
+        assert offered == {
+            "list_workers",
+            "stacks",
+            "hangs",
+            "source",
+            "variables",
+            "wait_for_pause",
+        }
         worker = await paused_worker(viewer)
         error, seen = await call(viewer, "variables", worker=worker)
         payload = {v["name"]: v for v in seen["variables"]}["payload"]
@@ -81,7 +88,7 @@ async def test_a_view_token_is_offered_and_allowed_only_the_reading_tools(
         assert error and "needs a debug token" in refused["error"]
 
     async with mcp_session(secured, ALICE) as debugger:
-        assert len((await debugger.list_tools()).tools) == 11
+        assert len((await debugger.list_tools()).tools) == 12
         error, evaluated = await call(debugger, "evaluate", expression="payload['rank']")
         assert not error and [r["result"] for r in evaluated["results"]] == ["3"]
 

@@ -28,10 +28,10 @@ def test_every_tool_has_a_self_contained_object_schema_and_words() -> None:
 
 def test_a_view_token_is_offered_only_what_reads() -> None:
     assert {t.name for t in offered(VIEW)} == {
-        "list_workers", "stacks", "source", "variables", "wait_for_pause",
+        "list_workers", "stacks", "hangs", "source", "variables", "wait_for_pause",
     }  # fmt: skip
     assert [t.name for t in offered(DEBUG)] == [t.name for t in catalog.TOOLS]
-    assert len(catalog.TOOLS) == 11
+    assert len(catalog.TOOLS) == 12
 
 
 @pytest.mark.parametrize(

@@ -156,3 +156,33 @@ async def test_each_call_of_a_known_tool_is_measured_with_its_outcome() -> None:
     ):
         await call(desk, token, "127.0.0.1", tool, arguments, Audit(), measure)
     assert measured == [("list_workers", "ok"), ("evaluate", "refused"), ("variables", "error")]
+
+
+async def test_an_agent_asks_whether_a_job_is_hung_and_why() -> None:
+    """The ``hangs`` tool, for a view token too: the watch's verdicts with their collective
+    part, one job's on request, and a hint for a job that is not watched."""
+    from raydap.bridge.workers.desync import judge
+    from raydap.bridge.workers.hang_watch import HangWatch, merged
+    from raydap.bridge.workers.hangs import Verdict
+    from tests.unit.bridge.workers.test_desync import recorded
+
+    holder = Holder(Registry())
+    watch = HangWatch(holder, None, hang_after=60, interval=5)  # type: ignore[arg-type]
+    [found] = judge(recorded("skip"))
+    stack = Verdict(job="0a000000", state="suspected_hang", since=1.0, groups=[], stragglers=[],
+                    summary="no progress: 3 ranks wait in all_reduce")  # fmt: skip
+    from raydap.bridge.workers.collective_reader import Finding
+
+    watch.judge.verdicts["0a000000"] = merged(stack, Finding(collective=found))
+    desk = Desk(holder, hang_watch=watch)
+    error, said = await ask(desk, VIEW, "hangs", {}, Audit())
+    assert not error
+    [job] = said["jobs"]
+    assert job["collective"]["missing"] == [2] and job["collective"]["seq"] == 10
+    assert job["summary"].startswith("no progress: all_reduce #10 (default_pg): rank 2 never")
+    error, said = await ask(desk, VIEW, "hangs", {"job": "0b000000"}, Audit())
+    assert said["jobs"] == [] and "not watched" in said["hint"]
+    error, said = await ask(desk, VIEW, "hangs", {"job": "not hex"}, Audit())
+    assert error and "bad arguments" in said["error"]
+    error, said = await ask(Desk(holder), VIEW, "hangs", {}, Audit())
+    assert error and "hang watch is off" in said["error"]
