@@ -221,7 +221,7 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
 
 @pytest.fixture
 async def browser() -> AsyncIterator[object]:
-    if not CHROMIUM.exists():  # noqa: ASYNC240
+    if not CHROMIUM.exists():
         if os.environ.get("RAYDAP_REQUIRE_EDITOR_TESTS"):
             pytest.fail(f"no Chromium at {CHROMIUM} (make e2e-tools installs it)")
         pytest.skip(f"no Chromium at {CHROMIUM}")

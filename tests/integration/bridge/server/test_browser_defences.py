@@ -172,7 +172,7 @@ async def evil_page(marker: Path) -> AsyncIterator[str]:
 async def test_a_real_page_on_another_local_port_gets_nothing(
     bridge: BridgeProcess, evil_page: str, marker: Path
 ) -> None:
-    if not CHROMIUM.exists():  # noqa: ASYNC240
+    if not CHROMIUM.exists():
         if os.environ.get("RAYDAP_REQUIRE_EDITOR_TESTS"):
             pytest.fail(f"no Chromium at {CHROMIUM} (make e2e-tools installs it)")
         pytest.skip(f"no Chromium at {CHROMIUM}")
@@ -202,7 +202,7 @@ async def test_a_real_page_on_another_local_port_gets_nothing(
     for name in ("post_text", "post_json", "read_list"):
         assert results[name].startswith("failed"), results  # no readable answer
     await asyncio.sleep(0.5)
-    assert not marker.exists(), results  # noqa: ASYNC240
+    assert not marker.exists(), results
 
 
 def test_the_connection_file_goes_when_the_bridge_stops(dashboard: str, tmp_path: Path) -> None:
