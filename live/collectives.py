@@ -92,6 +92,14 @@ def identity(dist: ModuleType | None) -> dict[str, Any] | None:
     }
 
 
+def job_of(ray: ModuleType | None) -> str | None:
+    """The Ray job this worker runs for (it makes process groups for one), if Ray says."""
+    try:
+        return str(ray.get_runtime_context().get_job_id()) if ray is not None else None
+    except Exception:  # not in a Ray worker, or Ray moved it
+        return None
+
+
 def world_of(c10d: Any) -> str | None:
     """What tells this world from another one of the same job (verl's worker groups each
     have a rank 0): the address of the store its ranks met at."""
@@ -112,8 +120,8 @@ def world_of(c10d: Any) -> str | None:
 
 
 def watch_groups(announce: Callable[[dict[str, Any]], None]) -> None:
-    """Call ``announce(identity)`` each time the job makes a process group: now, if torch
-    is loaded, or when the job imports it."""
+    """Call ``announce(body)`` each time the job makes a process group (``{"identity",
+    "job"}``): now, if torch is loaded, or when the job imports it."""
     module = sys.modules.get(_C10D)
     if module is not None:
         _patch(module, announce)
@@ -170,7 +178,7 @@ def _announcing(make: Callable[..., Any], announce: Callable[[dict[str, Any]], N
         try:
             found = identity(sys.modules.get("torch.distributed"))
             if found is not None:
-                announce(found)
+                announce({"identity": found, "job": job_of(sys.modules.get("ray"))})
         except Exception:  # telling the bridge must never break the job
             pass
         return group
@@ -190,7 +198,10 @@ def answer(
     ``reason`` saying why there is none."""
     environ = os.environ if environ is None else environ
     dist = sys.modules.get("torch.distributed")
-    body: dict[str, Any] = {"identity": identity(dist), "recorder": None, "reason": None}
+    body: dict[str, Any] = {
+        "identity": identity(dist), "job": job_of(sys.modules.get("ray")), "recorder": None,
+        "reason": None,
+    }  # fmt: skip
     if not arguments.get("recorder"):
         return body
     tail = _bounded(arguments.get("tail"), 64, MAX_TAIL)
@@ -268,13 +279,13 @@ def serve(environ: MutableMapping[str, str] | None = None) -> Callable[[dict[str
     setattr(PyDevJsonCommandProcessor, f"on_{REQUEST.lower()}_request", on_request)
     lock = threading.Lock()
 
-    def send(found: dict[str, Any]) -> None:
+    def send(body: dict[str, Any]) -> None:
         import pydevd  # type: ignore[import-not-found]
 
         writer = getattr(pydevd.get_global_debugger(), "writer", None)
         if writer is not None:
             with lock:
-                message = {"type": "event", "event": EVENT, "body": {"identity": found}}
+                message = {"type": "event", "event": EVENT, "body": body}
                 writer.add_command(NetCommand(CMD_RETURN, 0, message, is_json=True))
 
     return send

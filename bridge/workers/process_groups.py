@@ -67,15 +67,18 @@ class ProcessGroups:
             self._told(rid, response.body)
 
     def _told(self, rid: str, body: Any) -> None:
-        found = read_identity(body)
+        said = read_identity(body)
         record = self.registry.get(rid)
-        if found is None or record is None:
+        if said is None or said.identity is None or record is None:
             return
-        self._identities[rid] = found
-        if (record.rank, record.world_size) != (found.rank, found.world_size):
-            self.registry.put(
-                record.model_copy(update={"rank": found.rank, "world_size": found.world_size})
-            )
+        found = self._identities[rid] = said.identity
+        update: dict[str, Any] = {"rank": found.rank, "world_size": found.world_size}
+        if record.job_id is None and said.job is not None:
+            # A worker that made a group runs its job's code, even if Ray never listed its
+            # task (a rank that finished at once is idle before the bridge names it).
+            update["job_id"] = said.job
+        if any(getattr(record, k) != v for k, v in update.items()):
+            self.registry.put(record.model_copy(update=update))
 
     async def read(
         self, rid: str, upstream: Upstream | None, *, frames: bool = False
@@ -96,7 +99,7 @@ class ProcessGroups:
         if isinstance(reply, str):
             return reply
         if reply.identity is not None:
-            self._told(rid, {"identity": reply.identity.model_dump()})
+            self._told(rid, {"identity": reply.identity.model_dump(), "job": reply.job})
         if reply.identity is None:
             return reply.reason or "it has no torch.distributed process group"
         if reply.recorder is None:

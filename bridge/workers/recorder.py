@@ -138,6 +138,8 @@ class Reply(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
     identity: Identity | None = None
+    #: The Ray job the worker makes its groups for.
+    job: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{1,64}$")] | None = None
     recorder: Recorder | None = None
     #: Why there is no recorder (no torch, an old torch, the recorder off).
     reason: Text | None = None
@@ -155,9 +157,10 @@ def read_reply(body: Any, size: int) -> Reply | str:
         return f"malformed recorder data ({where}: {first['msg']})"
 
 
-def read_identity(body: Any) -> Identity | None:
-    """The identity of a ``raydapProcessGroups`` event's body, or None if it is not one."""
+def read_identity(body: Any) -> Reply | None:
+    """A ``raydapProcessGroups`` event's body (identity and job), or None if it is not one."""
     try:
-        return Reply.model_validate(body).identity
+        reply = Reply.model_validate(body)
     except ValidationError:
         return None
+    return reply if reply.identity is not None else None

@@ -1,8 +1,13 @@
-"""A hung torch.distributed job, diagnosed as a person would: four gloo ranks on a real Ray
-head, rank 3 stuck in its data loader before the gradient all_reduce. The stacks name the
-ranks and show what rank 3 holds without pausing it, the watch calls the job a suspected hang
-with rank 3 the straggler, a pause of a rank inside all_reduce answers pending at once and is
-kept: once rank 3 is freed through DAP, the collective completes and rank 0 stops."""
+"""Hung torch.distributed jobs, diagnosed as a person would, on four gloo ranks of a real Ray
+head that learn their rank only from ``init_process_group`` (nothing in their environment).
+
+Rank 3 stuck in its data loader before the gradient all_reduce: the records and stacks name
+the ranks while they run, the stacks show what rank 3 holds without pausing it, the watch calls
+the job a suspected hang with rank 3 the straggler, never come to all_reduce #1, a pause of a
+rank inside all_reduce answers pending at once and is kept: once rank 3 is freed through DAP,
+the collective completes and rank 0 stops. Then the two hangs only the collective sequence
+tells apart (a skipped all_reduce, another op at the same number), each written to a report
+torch's own analyzer reads, and a job that progresses, never called hung."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.error
 import urllib.request
@@ -114,7 +120,10 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
 
     answer = until(hung_stacks, 120, "stacks of 4 ranks, 3 in all_reduce", bridge)
     ranks = {w["id"]: w["rank"] for w in answer["workers"]}
-    assert sorted(ranks.values()) == [0, 1, 2, 3]
+    assert sorted(ranks.values()) == [0, 1, 2, 3]  # from torch: no RANK anywhere
+    running = {r["id"]: r for r in bridge.get("/api/v1/workers")["workers"]}
+    assert {running[w]["rank"] for w in ranks} == {0, 1, 2, 3}  # listed by rank, unpaused
+    assert {running[w]["world_size"] for w in ranks} == {4}
     [reducing] = [n for n in nodes(answer["tree"]) if n["function"] == "all_reduce"]
     assert reducing["path"].endswith("torch/distributed/distributed_c10d.py")
     assert sorted(ranks[w] for w in reducing["workers"]) == [0, 1, 2]
@@ -168,7 +177,14 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
     assert straggler["function"].endswith("fetch_batch") and straggler["path"].endswith(
         "gloo_hang.py"
     )
+    assert straggler["why"] == "never joined all_reduce #1 (no collective yet)"
     assert hung["groups"][0]["ranks"] == [0, 1, 2] and hung["groups"][0]["wait"] == "all_reduce"
+    collective = hung["collective"]
+    assert (collective["group_desc"], collective["op"], collective["seq"]) == (
+        "default_pg", "all_reduce", 1,
+    )  # fmt: skip
+    assert (collective["waiting"], collective["missing"]) == ([0, 1, 2], [3])
+    assert hung["summary"].endswith("rank 3 in Rank.fetch_batch"), hung["summary"]
     with urllib.request.urlopen(bridge._request("/metrics"), timeout=10) as answer:
         exposed = answer.read().decode()
     assert f'raydap_job_suspected_hang{{job="{job.job_id}"}} 1.0' in exposed
@@ -270,3 +286,177 @@ def test_a_verl_colocated_group_is_named_by_rank_and_role(
         assert job.result() == "[0, 10]"
     finally:
         stop_job(job)
+
+
+# -- the collective sequence ------------------------------------------------------------------
+
+
+@pytest.fixture
+def collective_job(hang_head: LocalRay) -> Iterator[Any]:
+    """``collective_hangs.py`` in the way asked (stopped, with its actors, at the end)."""
+    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
+    jobs: list[Job] = []
+
+    def start(hang: str) -> Job:
+        jobs.append(start_job(hang_head.address, "collective_hangs.py", env={"HANG": hang}))
+        return jobs[-1]
+
+    yield start
+    for job in jobs:
+        stop_job(job)
+
+
+def collective_verdict(bridge: BridgeProcess, job: Job) -> dict[str, Any]:
+    """The job's suspected hang once its recorders are read, within --hang-after + 10 s of
+    the ranks standing still (their start on this machine aside)."""
+
+    def hung() -> dict[str, Any] | None:
+        for verdict in bridge.get("/api/v1/hangs")["jobs"]:
+            if verdict["job"] == job.job_id and verdict.get("collective") and verdict["report"]:
+                return verdict  # type: ignore[no-any-return]
+        return None
+
+    return until(hung, 120, "a collective verdict with its report", bridge)  # type: ignore[no-any-return]
+
+
+def ranks_of(bridge: BridgeProcess, job: Job) -> dict[int, str]:
+    workers = bridge.get("/api/v1/workers")["workers"]
+    return {
+        w["rank"]: w["id"] for w in workers if w["job_id"] == job.job_id and w["rank"] is not None
+    }
+
+
+def analyzed(report: str) -> str:
+    """What torch's own Flight Recorder analyzer says of a report's dumps."""
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace", report],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout + done.stderr  # it reports through logging
+
+
+async def test_a_skipped_all_reduce_names_the_rank_that_never_joined_and_a_report_outlives_the_job(
+    watching_bridge: BridgeProcess, collective_job: Any, browser: object, tmp_path: Path
+) -> None:
+    bridge = watching_bridge
+    job = collective_job("skip")
+    verdict = collective_verdict(bridge, job)
+    found = verdict["collective"]
+    assert (found["group"], found["group_desc"], found["op"], found["seq"]) == (
+        "0", "default_pg", "all_reduce", 6,
+    )  # fmt: skip
+    assert (found["waiting"], found["missing"], found["mismatch"]) == ([0, 1, 3], [2], [])
+    assert "all_reduce #6 (default_pg): rank 2 never joined (its last: #5)" in verdict["summary"]
+    ranks = ranks_of(bridge, job)
+    # Rank 2 finished (idle in Ray's task loop): named first, where it last called all_reduce
+    first = verdict["stragglers"][0]
+    assert (first["rank"], first["worker"]) == (2, ranks[2])
+    assert (first["function"], first["line"]) == (
+        "train",
+        break_line("collective_hangs.py", "reduce"),
+    )
+    assert first["path"].endswith("collective_hangs.py")
+    assert first["why"] == "never joined all_reduce #6 (its last: #5)"
+    assert verdict["unread"] == []
+
+    # The report: the verdict, the stacks with locals, a dump per rank that torch reads
+    report = Path(verdict["report"])
+    assert report.parent == Path(os.environ["RAYDAP_HANG_REPORTS"])
+    assert {p.name for p in report.iterdir()} == {
+        "verdict.json", "stacks.json", "rank_0", "rank_1", "rank_2", "rank_3",
+    }  # fmt: skip
+    assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in report.iterdir())
+    saved = json.loads((report / "verdict.json").read_text())
+    assert saved["collective"]["missing"] == [2] and saved["report"] == str(report)
+    stacks_then = json.loads((report / "stacks.json").read_text())
+    assert any("locals" in n for n in nodes(stacks_then["tree"]))
+    said = analyzed(str(report))
+    assert "Not all ranks joining collective, sequence number: 6" in said, said
+    assert "missing ranks: {2}" in said, said
+
+    # Everywhere a person looks: the CLI, /metrics, the web page (the events feed and VS Code
+    # share the verdict's JSON: their tests read the same fields)
+    env = dict(os.environ, RAYDAP_URL=bridge.url, RAYDAP_TOKEN=bridge.token)
+    printed = subprocess.run([sys.executable, "-m", "raydap.bridge", "hangs"], env=env,
+                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    assert (
+        "collective: all_reduce #6 in group 0 (default_pg): waiting 0, 1, 3; missing 2" in printed
+    )
+    assert f"straggler: rank 2 {ranks[2]} in train" in printed, printed
+    with urllib.request.urlopen(bridge._request("/metrics"), timeout=10) as answer:
+        exposed = answer.read().decode()
+    assert (f'raydap_collective_stuck_seq{{group="0",job="{job.job_id}",op="all_reduce"}} 6.0'
+            in exposed), exposed  # fmt: skip
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    page = await browser.new_page()
+    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    alert = page.get_by_role("alert").filter(has_text=job.job_id)
+    await expect(alert).to_contain_text("rank 2 never joined", timeout=20_000)
+    link = alert.get_by_role("link", name="Download report")
+    assert await link.get_attribute("href") == f"/api/v1/hangs/{job.job_id}/report.tar.gz"
+    await page.close()
+
+    # After the job: the report stays, `raydap hangs --report` reads it, and saves it whole
+    stop_job(job)
+    later = subprocess.run(
+        [sys.executable, "-m", "raydap.bridge", "hangs", "--report", job.job_id], env=env,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert later.returncode == 0, later.stderr
+    assert f"report {report}" in later.stdout and "rank 2 never joined" in later.stdout
+    assert "fr_trace" in later.stdout
+    archive = tmp_path / "report.tar.gz"
+    subprocess.run(
+        [sys.executable, "-m", "raydap.bridge", "hangs", "--report", job.job_id, "--save",
+         str(archive)], env=env, check=True, timeout=60,
+    )  # fmt: skip
+    with tarfile.open(archive) as tar:
+        assert {Path(n).name for n in tar.getnames()} >= {"verdict.json", "rank_2"}
+
+
+def test_another_op_at_the_same_number_is_named_with_its_call_site(
+    watching_bridge: BridgeProcess, collective_job: Any
+) -> None:
+    bridge = watching_bridge
+    job = collective_job("mismatch")
+    verdict = collective_verdict(bridge, job)
+    found = verdict["collective"]
+    assert (found["op"], found["seq"], found["waiting"], found["missing"]) == (
+        "all_reduce", 4, [0, 1, 2, 3], [],
+    )  # fmt: skip
+    [odd] = found["mismatch"]
+    line = break_line("collective_hangs.py", "broadcast")
+    assert (odd["rank"], odd["op"], odd["sizes"], odd["dtypes"], odd["line"]) == (
+        1, "broadcast", [[4]], ["Float"], line,
+    )  # fmt: skip
+    assert odd["path"].endswith("collective_hangs.py")
+    assert (f"rank 1 called broadcast at jobs/collective_hangs.py:{line} where ranks 0, 2, 3 "
+            "called all_reduce") in verdict["summary"]  # fmt: skip
+    first = verdict["stragglers"][0]
+    assert (first["rank"], first["line"]) == (1, line)
+    said = analyzed(verdict["report"])
+    assert "Culprit rank 1" in said and "broadcast" in said, said
+
+
+def test_a_progressing_job_is_never_called_hung(
+    watching_bridge: BridgeProcess, collective_job: Any
+) -> None:
+    bridge = watching_bridge
+    job = collective_job("progress")
+    until(lambda: len(ranks_of(bridge, job)) == 4, 120, "the four ranks named", bridge)
+
+    def watched() -> dict[str, Any] | None:
+        return next((v for v in bridge.get("/api/v1/hangs")["jobs"] if v["job"] == job.job_id),
+                    None)  # fmt: skip
+
+    until(watched, 30, "the job watched", bridge)
+    # A check that nothing happens: three times --hang-after of samples, none a hang.
+    states = set()
+    deadline = time.monotonic() + 3 * HANG_AFTER
+    while time.monotonic() < deadline:
+        states.add(watched()["state"])  # type: ignore[index]
+        time.sleep(0.5)
+    assert states == {"progressing"}

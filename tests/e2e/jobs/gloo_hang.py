@@ -1,7 +1,10 @@
 """Four Ray actors in one torch.distributed (gloo) process group train a tiny model, in a job
 made live by raydap's hook. Rank 3 is stuck in its data loader before the gradient all_reduce
 until a debugger sets ``ready``; ranks 0-2 wait for it inside all_reduce. Each rank returns
-the sum of its averaged gradients, which is the same on every rank once they all took part."""
+the sum of its averaged gradients, which is the same on every rank once they all took part.
+
+Each rank is told its rank only as ``init_process_group``'s argument, the plain way: nothing
+in its environment names it."""
 
 import os
 import socket
@@ -21,21 +24,25 @@ def free_port():
 
 @ray.remote(num_cpus=0.25)
 class Rank:
-    def __init__(self):
+    def __init__(self, rank, port):
         import torch
         import torch.distributed as dist
 
-        dist.init_process_group("gloo")  # RANK, WORLD_SIZE, MASTER_ADDR/PORT from env_vars
+        assert "RANK" not in os.environ
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=4
+        )
+        self.rank = rank
         torch.manual_seed(0)
         self.model = torch.nn.Linear(4, 1)
 
     def fetch_batch(self, step):
         import torch
 
-        ready = os.environ["RANK"] != "3"
+        ready = self.rank != 3
         while not ready:
             time.sleep(0.05)  # BREAK fetch
-        return torch.full((8, 4), float(step + int(os.environ["RANK"])))
+        return torch.full((8, 4), float(step + self.rank))
 
     def train(self, steps):
         import torch.distributed as dist
@@ -51,11 +58,6 @@ class Rank:
         return round(after, 3)
 
 
-port = str(free_port())
-ranks = [
-    Rank.options(runtime_env={"env_vars": {
-        "RANK": str(rank), "WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
-    }}).remote()
-    for rank in range(4)
-]  # fmt: skip
+port = free_port()
+ranks = [Rank.remote(rank, port) for rank in range(4)]
 print("RESULT", ray.get([r.train.remote(1) for r in ranks]), flush=True)

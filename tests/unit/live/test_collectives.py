@@ -112,7 +112,7 @@ def test_the_recorder_is_read_as_its_tail_and_within_the_byte_budget() -> None:
 def test_the_answer_says_why_there_is_no_recorder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
     assert collectives.answer({"recorder": False}) == {
-        "identity": None, "recorder": None, "reason": None,
+        "identity": None, "job": None, "recorder": None, "reason": None,
     }  # fmt: skip
     said = collectives.answer({"recorder": True}, {})
     assert said["reason"] == "no torch.distributed in this worker"
@@ -150,7 +150,7 @@ def test_pydevd_answers_the_bridges_request_with_its_own_reader(
     processor.process_net_command_json(py_db, json.dumps(request))
     [answer] = sent
     assert answer.as_dict["request_seq"] == 7 and answer.as_dict["success"] is True
-    assert set(answer.as_dict["body"]) == {"identity", "recorder", "reason"}
+    assert set(answer.as_dict["body"]) == {"identity", "job", "recorder", "reason"}
 
     def broken(arguments: Any, environ: Any) -> Any:
         raise RuntimeError("torch moved")
@@ -205,7 +205,7 @@ def test_real_gloo_ranks_say_who_they_are_and_their_recorder_while_one_waits() -
             process.kill()
             process.wait()
     said = json.loads(out)
-    first, second = said["told"]  # init_process_group, then new_group
+    first, second = (told["identity"] for told in said["told"])  # init, then new_group
     assert (first["rank"], first["world_size"], len(first["groups"])) == (0, 2, 1)
     assert second["groups"][1] == {"name": "1", "desc": "pair", "ranks": [0, 1]}
     recorder = said["answer"]["recorder"]

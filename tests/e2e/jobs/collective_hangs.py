@@ -1,0 +1,66 @@
+"""Four live Ray actors in one torch.distributed (gloo) group, each told its rank only by
+``init_process_group``, hang in the way ``HANG`` names (or not):
+
+- ``skip``: rank 2's batch at step 2 is empty, so it skips that step's gradient all_reduce;
+  its later all_reduces pair with the others' earlier ones, it returns one short, and ranks
+  0, 1 and 3 wait forever in their last one (#STEPS);
+- ``mismatch``: at step 3 rank 1 broadcasts where the others all_reduce: all four wait;
+- ``progress``: the ranks all_reduce and compute for ever, never hung.
+"""
+
+import os
+import socket
+import time
+
+import ray
+
+ray.init(runtime_env={"worker_process_setup_hook": "raydap.live.setup"})
+print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
+HANG = os.environ["HANG"]
+STEPS = 6
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@ray.remote(num_cpus=0.25)
+class Rank:
+    def __init__(self, rank, port):
+        import torch.distributed as dist
+
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=4
+        )
+        self.rank = rank
+
+    def batch(self, step):
+        return [] if (HANG, self.rank, step) == ("skip", 2, 2) else [1.0, 2.0]
+
+    def train(self):
+        import torch
+        import torch.distributed as dist
+
+        grad = torch.ones(4)
+        step = 0
+        while HANG == "progress" or step < STEPS:
+            if not self.batch(step):
+                step += 1
+                continue  # an empty batch: nothing to average (the bug)
+            if (HANG, self.rank, step) == ("mismatch", 1, 3):
+                dist.broadcast(grad, 0)  # BREAK broadcast
+            else:
+                dist.all_reduce(grad)  # BREAK reduce
+            grad /= 4
+            step += 1
+            if HANG == "progress":
+                time.sleep(0.2)
+        return step
+
+
+port = free_port()
+ranks = [Rank.remote(rank, port) for rank in range(4)]
+print("STARTED", flush=True)
+print("RESULT", ray.get([r.train.remote() for r in ranks]), flush=True)
