@@ -26,15 +26,15 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from bench.hangs import _line
+from bench.hangs import _line, stuck_delay
 from bench.run import HERE, http, options_for, process, report, serve, settle, until
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.workers.desync import RankDump, judge
 from raydap.bridge.workers.process_groups import TAIL
 from raydap.bridge.workers.recorder import Reply, read_reply
+from raydap.live.collectives import spans
 
 HANG_AFTER = 20.0
 
@@ -176,16 +176,9 @@ async def c3_c5_real_hang(ray: str, rounds: int) -> dict[str, Any]:
     with serve("--address", ray, "--hang-after", str(HANG_AFTER), "--hang-sample-interval",
                "1", "--hang-reports", reports) as (_, url, _port):  # fmt: skip
         for _ in range(rounds):
-            with tempfile.TemporaryDirectory() as folder:
-                stuck = Path(folder) / "stuck"
-                env = dict(os.environ, RAY_ADDRESS=ray)
-                command = [sys.executable, str(HERE / "jobs" / "gloo_stuck.py"), str(stuck)]
-                with process(command, env) as job:
-                    assert job.stdout is not None
-                    job_id = (await _line(job.stdout, "JOB")).split()[1]
-                    await until(lambda: _verdict(url, job_id), 300, every=0.2)  # noqa: B023
-                    delays.append(time.time() - float(stuck.read_text()))
-                    reads.append(_read_seconds(url, job_id))
+            delay, job_id = await stuck_delay(ray, url, _verdict)
+            delays.append(delay)
+            reads.append(_read_seconds(url, job_id))
     c5 = {
         "hang_after_s": HANG_AFTER,
         "stuck_to_collective_verdict_s": [round(d, 1) for d in delays],
@@ -198,12 +191,10 @@ async def c3_c5_real_hang(ray: str, rounds: int) -> dict[str, Any]:
 
 
 def _dump(rank: int, world: int, last: int) -> dict[str, Any]:
-    """What a rank answers the bridge: its identity and its recorder's last TAIL entries; rank
-    ``world - 1`` never came to the last all_reduce."""
+    """What a rank answers the bridge: its identity and its recorder's last TAIL entries (no
+    call sites: those are asked of the blamed ranks only); rank ``world - 1`` never came to
+    the last all_reduce."""
     mine = last - 1 if rank == world - 1 else last
-    frames = [{"name": "all_reduce", "filename": "/venv/site-packages/torch/distributed/"
-               "distributed_c10d.py", "line": 3252},
-              {"name": "train", "filename": "/job/train.py", "line": 48}]  # fmt: skip
     entries = [
         {"record_id": s, "pg_id": 0, "process_group": ["0", "default_pg"],
          "collective_seq_id": s, "p2p_seq_id": 0, "op_id": s,
@@ -212,12 +203,14 @@ def _dump(rank: int, world: int, last: int) -> dict[str, Any]:
          "output_sizes": [[1024, 1024]], "output_dtypes": ["BFloat16"],
          "state": "completed" if s < mine else "scheduled", "retired": s < mine,
          "time_discovered_started_ns": None, "time_discovered_completed_ns": None,
-         "timeout_ms": 600000, "is_p2p": False, "frames": frames}
+         "timeout_ms": 600000, "is_p2p": False}
         for s in range(mine - TAIL + 1, mine + 1)
     ]  # fmt: skip
+    groups = [{"name": "0", "desc": "default_pg", "spans": spans(list(range(world)))}]
     return {
         "identity": {"rank": rank, "world_size": world, "backend": "nccl", "world": "head:29500",
-                     "groups": [{"name": "0", "desc": "default_pg", "ranks": list(range(world))}]},
+                     "groups": groups},
+        "job": "02000000",
         "recorder": {"version": "2.10", "entries": entries,
                      "pg_status": {"0": {"last_enqueued_collective": mine,
                                          "last_completed_collective": mine - 1}}},

@@ -23,6 +23,7 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -193,20 +194,25 @@ def _hung(url: str, job_id: str) -> float | None:
     return None
 
 
+async def stuck_delay(ray: str, url: str, seen: Callable[[str, str], Any]) -> tuple[float, str]:
+    """Run ``gloo_stuck.py`` (rank 3 gets stuck in its data loader) until ``seen(url, job)``
+    answers: how long after the rank got stuck that was, and the job."""
+    with tempfile.TemporaryDirectory() as folder:
+        stuck = Path(folder) / "stuck"
+        env = dict(os.environ, RAY_ADDRESS=ray)
+        command = [sys.executable, str(HERE / "jobs" / "gloo_stuck.py"), str(stuck)]
+        with process(command, env) as job:
+            assert job.stdout is not None
+            job_id = (await _line(job.stdout, "JOB")).split()[1]
+            await until(functools.partial(seen, url, job_id), 300, every=0.2)
+            return time.time() - float(stuck.read_text()), job_id
+
+
 async def h3_verdict(ray: str, rounds: int) -> dict[str, Any]:
     delays = []
     with serve("--address", ray, "--hang-after", str(HANG_AFTER)) as (_, url, _port):
         for _ in range(rounds):
-            with tempfile.TemporaryDirectory() as folder:
-                stuck = Path(folder) / "stuck"
-                env = dict(os.environ, RAY_ADDRESS=ray)
-                command = [sys.executable, str(HERE / "jobs" / "gloo_stuck.py"), str(stuck)]
-                with process(command, env) as job:
-                    assert job.stdout is not None
-                    job_id = (await _line(job.stdout, "JOB")).split()[1]
-
-                    seen = await until(functools.partial(_hung, url, job_id), 300, every=0.2)
-                    delays.append(seen - float(stuck.read_text()))
+            delays.append((await stuck_delay(ray, url, _hung))[0])
     return {"hang_after_s": HANG_AFTER, "delay_s": [round(d, 1) for d in delays],
             "over_hang_after_s": round(max(delays) - HANG_AFTER, 1)}  # fmt: skip
 

@@ -81,7 +81,7 @@ def identity(dist: ModuleType | None) -> dict[str, Any] | None:
         groups.append({
             "name": str(name),
             "desc": str(getattr(group, "group_desc", "") or ""),
-            "ranks": [int(r) for r in c10d.get_process_group_ranks(group)],
+            "spans": spans([int(r) for r in c10d.get_process_group_ranks(group)]),
         })  # fmt: skip
     return {
         "rank": int(dist.get_rank()),
@@ -90,6 +90,24 @@ def identity(dist: ModuleType | None) -> dict[str, Any] | None:
         "world": world_of(c10d),
         "groups": groups,
     }
+
+
+def spans(ranks: list[int]) -> list[list[int]]:
+    """A group's global ranks, in group order, as ``[start, stop, step]`` runs: every rank of
+    a world would name the world's every rank (10,000 ranks, 10,000 numbers each) where one
+    run says it (``[[0, 10000, 1]]``); strided groups (tensor parallel) are one run too."""
+    runs: list[list[int]] = []  # [first, last, step]
+    for rank in ranks:
+        if runs:
+            first, last, step = runs[-1]
+            if last == first and rank > first:  # a run of one: this rank sets its step
+                runs[-1] = [first, rank, rank - first]
+                continue
+            if rank == last + step:
+                runs[-1][1] = rank
+                continue
+        runs.append([rank, rank, 1])
+    return [[first, last + 1, step] for first, last, step in runs]
 
 
 def job_of(ray: ModuleType | None) -> str | None:

@@ -22,6 +22,7 @@ by the store their world met at. Ranks in a verdict are ranks of its group.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -57,7 +58,8 @@ class Mismatch(BaseModel):
 
 
 class Member(BaseModel):
-    """A rank of the group: its place in it, its global rank, and the worker it is."""
+    """A rank of the group the verdict speaks of (one at fault, or one no worker reported):
+    its place in the group, its global rank, and the worker it is."""
 
     rank: int
     global_rank: int
@@ -81,6 +83,7 @@ class Collective(BaseModel):
     #: Ranks that never arrived at ``seq``.
     missing: list[int]
     mismatch: list[Mismatch]
+    #: The ranks at fault, and ranks of the group no worker reported (the first 64).
     members: list[Member]
     #: Where the agreeing ranks called it (from one of them), where known.
     path: str | None = None
@@ -103,10 +106,18 @@ def call_site(frames: Sequence[RecordedFrame]) -> RecordedFrame | None:
     return None
 
 
+Signature = tuple[str, tuple[tuple[int, ...], ...], tuple[str, ...]]
+
+
 @dataclass
 class _Rank:
-    member: Member
+    """One member of a group, read: its entries of one sequence, by number."""
+
+    rank: int
+    global_rank: int
+    worker: str
     entries: dict[int, Entry] = field(default_factory=dict)
+    signatures: dict[int, Signature] = field(default_factory=dict)
     last: int = -1
     completed: int = -1
     first: int | None = None
@@ -149,9 +160,9 @@ def _groups(
     for key, counted in accounts.items():
         info = counted.most_common(1)[0][0]
         members = [
-            (info.ranks.index(d.identity.rank), d)
+            (place, d)
             for d in dumps
-            if d.identity.world == key[0] and d.identity.rank in info.ranks
+            if d.identity.world == key[0] and (place := info.index(d.identity.rank)) is not None
         ]
         groups[key] = (info, members)
     return groups
@@ -160,49 +171,46 @@ def _groups(
 def _judge_group(
     world: str | None, info: GroupInfo, members: list[tuple[int, RankDump]], p2p: bool
 ) -> Collective | None:
-    ranks = _ranks(info, members, p2p)
-    if not any(r.entries for r in ranks.values()):
+    read = _read(info, members, p2p)
+    if not any(r.entries for r in read):
         return None
-    if p2p and len(info.ranks) != 2:
+    if p2p and info.size != 2:
         # Only a pair can be matched op for op: a larger group's sends and receives go to
         # peers the recorder does not name.
-        return _waiting_only(world, info, ranks, p2p)
-    read = [r for r in ranks.values() if r.member.worker is not None]
-    if not read:
-        return None
+        return _waiting_only(world, info, read, p2p)
     top = max(r.last for r in read)
     start = max((r.first for r in read if r.first is not None), default=top)
+    lowest = min(r.last for r in read)  # from lowest + 1 on, some rank never came
     for seq in range(max(start, 0), top + 1):
-        present = {r.member.rank: r.entries[seq] for r in read if seq in r.entries}
-        missing = [r.member.rank for r in read if r.last < seq]
-        mismatch = _mismatches(present, p2p)
+        present = [r for r in read if seq in r.entries]
+        missing = [r.rank for r in read if r.last < seq] if seq > lowest else []
+        first = present[0].signatures[seq] if present else None
+        agree = not p2p and all(r.signatures[seq] == first for r in present)
+        mismatch = [] if agree else _mismatches({r.rank: r.entries[seq] for r in present}, p2p)
         if missing or mismatch:
-            return _verdict(world, info, ranks, seq, present, missing, mismatch, p2p)
-    return _waiting_only(world, info, ranks, p2p)
+            entries = {r.rank: r.entries[seq] for r in present}
+            return _verdict(world, info, read, seq, entries, missing, mismatch, p2p)
+    return _waiting_only(world, info, read, p2p)
 
 
-def _ranks(info: GroupInfo, members: list[tuple[int, RankDump]], p2p: bool) -> dict[int, _Rank]:
-    ranks = {
-        place: _Rank(Member(rank=place, global_rank=global_rank, worker=None))
-        for place, global_rank in enumerate(info.ranks)
-    }
+def _read(info: GroupInfo, members: list[tuple[int, RankDump]], p2p: bool) -> list[_Rank]:
+    """The group's members that could be read, with their entries of the sequence."""
+    read = []
     for place, dump in members:
-        rank = ranks[place]
-        rank.member = rank.member.model_copy(update={"worker": dump.worker})
         mine = [e for e in dump.recorder.entries if e.group == info.name and e.is_p2p == p2p]
-        rank.entries = {e.seq: e for e in mine}
-        pg_id = mine[0].pg_id if mine else None
-        status = dump.recorder.status(info.name, pg_id)
+        rank = _Rank(place, dump.identity.rank, dump.worker, {e.seq: e for e in mine})
+        rank.signatures = {e.seq: _signature(e) for e in mine}
+        status = dump.recorder.status(info.name, mine[0].pg_id if mine else None)
         last_seen = max(rank.entries, default=-1)
         rank.last = last_seen if p2p else max(status.last_enqueued_collective, last_seen)
         rank.completed = -1 if p2p else status.last_completed_collective
         rank.first = min(rank.entries, default=None)
-        rank.member = rank.member.model_copy(update={"last": rank.last})
-    return ranks
+        read.append(rank)
+    return read
 
 
-def _signature(entry: Entry) -> tuple[str, str, str]:
-    return entry.op, repr(entry.input_sizes), repr(entry.input_dtypes)
+def _signature(entry: Entry) -> Signature:
+    return entry.op, entry.input_sizes, entry.input_dtypes
 
 
 def _mismatches(present: dict[int, Entry], p2p: bool) -> list[Mismatch]:
@@ -218,39 +226,39 @@ def _mismatches(present: dict[int, Entry], p2p: bool) -> list[Mismatch]:
     return [_mismatch(r, e) for r, e in sorted(present.items()) if _signature(e) != common]
 
 
-def _lowest(present: dict[int, Entry], signature: tuple[str, str, str]) -> int:
+def _lowest(present: dict[int, Entry], signature: Signature) -> int:
     return min(r for r, e in present.items() if _signature(e) == signature)
 
 
 def _mismatch(rank: int, entry: Entry) -> Mismatch:
     site = call_site(entry.frames)
     return Mismatch(
-        rank=rank, op=entry.op, sizes=entry.input_sizes, dtypes=entry.input_dtypes,
+        rank=rank, op=entry.op, sizes=[list(s) for s in entry.input_sizes],
+        dtypes=list(entry.input_dtypes),
         path=site.filename if site else None, line=site.line if site else None,
     )  # fmt: skip
 
 
 def _waiting_only(
-    world: str | None, info: GroupInfo, ranks: dict[int, _Rank], p2p: bool
+    world: str | None, info: GroupInfo, read: list[_Rank], p2p: bool
 ) -> Collective | None:
     """Every rank came: the first number some rank still waits at, if any."""
-    pending = [
-        (seq, r.member.rank)
-        for r in ranks.values()
-        for seq, e in r.entries.items()
-        if not r.done(e)
-    ]
+    pending = [seq for r in read for seq, e in r.entries.items() if not r.done(e)]
     if not pending:
         return None
-    seq = min(pending)[0]
-    present = {r.member.rank: r.entries[seq] for r in ranks.values() if seq in r.entries}
-    return _verdict(world, info, ranks, seq, present, [], [], p2p)
+    seq = min(pending)
+    present = {r.rank: r.entries[seq] for r in read if seq in r.entries}
+    return _verdict(world, info, read, seq, present, [], [], p2p)
+
+
+#: Members listed beside the ranks at fault: the first ranks no worker reported, at most.
+MAX_UNREPORTED = 64
 
 
 def _verdict(
     world: str | None,
     info: GroupInfo,
-    ranks: dict[int, _Rank],
+    read: list[_Rank],
     seq: int,
     present: dict[int, Entry],
     missing: list[int],
@@ -260,12 +268,24 @@ def _verdict(
     odd = {m.rank for m in mismatch}
     agreeing = {r: e for r, e in present.items() if r not in odd} or present
     op = Counter(e.op for e in agreeing.values()).most_common(1)[0][0]
-    waiting = sorted(r for r, e in present.items() if not ranks[r].done(e))
+    by_rank = {r.rank: r for r in read}
+    waiting = sorted(r for r, e in present.items() if not by_rank[r].done(e))
     site = next((s for e in agreeing.values() if (s := call_site(e.frames)) is not None), None)
+    blamed = [*missing, *sorted(odd)]
+    members = [
+        Member(rank=r, global_rank=by_rank[r].global_rank, worker=by_rank[r].worker,
+               last=by_rank[r].last)
+        for r in blamed
+    ]  # fmt: skip
+    unreported = (
+        Member(rank=place, global_rank=rank, worker=None)
+        for place, rank in enumerate(info.ranks())
+        if place not in by_rank
+    )  # fmt: skip
+    members += list(itertools.islice(unreported, MAX_UNREPORTED))
     collective = Collective(
         group=info.name, group_desc=info.desc, world=world, seq=seq, op=op, p2p=p2p,
-        waiting=waiting, missing=sorted(missing), mismatch=mismatch,
-        members=[r.member for r in ranks.values()],
+        waiting=waiting, missing=sorted(missing), mismatch=mismatch, members=members,
         path=site.filename if site else None, line=site.line if site else None, summary="",
     )  # fmt: skip
     return collective.model_copy(update={"summary": summary(collective, agreeing)})

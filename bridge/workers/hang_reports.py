@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from raydap.bridge.workers.desync import RankDump
+from raydap.bridge.workers.recorder import Entry
 
 MARKER = "verdict.json"
 MAX_VERDICT_BYTES = 4 * 1024 * 1024
@@ -52,7 +53,7 @@ def default_root() -> Path:
 def torch_dump(dump: RankDump) -> dict[str, Any]:
     """One rank's recorder as torch's pickle dump holds it."""
     groups = {
-        g.name: {"name": g.name, "desc": g.desc, "ranks": repr([int(r) for r in g.ranks])}
+        g.name: {"name": g.name, "desc": g.desc, "ranks": repr(g.ranks())}
         for g in dump.identity.groups
     }
     return {
@@ -62,11 +63,19 @@ def torch_dump(dump: RankDump) -> dict[str, Any]:
         "pg_status": {
             name: status.model_dump() for name, status in dump.recorder.pg_status.items()
         },
-        "entries": [
-            {**entry.model_dump(), "process_group": tuple(entry.process_group)}
-            for entry in dump.recorder.entries
-        ],
+        "entries": [_torch_entry(entry) for entry in dump.recorder.entries],
     }
+
+
+def _torch_entry(entry: Entry) -> dict[str, Any]:
+    """An entry as torch writes it: lists where it has lists, its group as a tuple."""
+    fields = entry.model_dump()
+    for name in ("input_sizes", "output_sizes"):
+        fields[name] = [list(sizes) for sizes in fields[name]]
+    for name in ("input_dtypes", "output_dtypes", "frames"):
+        fields[name] = list(fields[name])
+    fields["process_group"] = tuple(entry.process_group)
+    return fields
 
 
 class HangReports:

@@ -30,8 +30,9 @@ log = logging.getLogger(__name__)
 #: symbolizes stacks by importing torch._inductor, about 2 s, once per process).
 READ_TIMEOUT = 5.0
 FRAMES_TIMEOUT = 30.0
-#: Entries of each recorder read: a verdict needs the last few dozen.
-TAIL = 64
+#: Entries of each recorder read: a verdict needs the last few dozen (ranks of a hung job
+#: stand within a few collectives of each other).
+TAIL = 32
 
 
 class ProcessGroups:

@@ -11,30 +11,67 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 MAX_REPLY_BYTES = 2 * 1024 * 1024
 MAX_ENTRIES = 512
 MAX_GROUPS = 256
 MAX_RANKS = 100_000
+MAX_SPANS = 4096
 MAX_TENSORS = 1024
 Text = Annotated[str, Field(max_length=4096)]
+#: One tensor's shape.
+Sizes = Annotated[tuple[int, ...], Field(max_length=16)]
 Name = Annotated[str, Field(max_length=256)]
 
 
+#: A run of global ranks: ``range(start, stop, step)``.
+Span = tuple[NonNegativeInt, NonNegativeInt, PositiveInt]
+
+
 class GroupInfo(BaseModel):
-    """A process group as its member reports it: ``ranks`` are global ranks, in group order
-    (a rank's place in the list is its rank in the group)."""
+    """A process group as its member reports it: its global ranks in group order (a rank's
+    place in that order is its rank in the group), as runs (:func:`raydap.live.collectives.
+    spans`): a world's every rank in one run, not ten thousand numbers from each rank."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
     name: Name
     desc: Name = ""
-    ranks: tuple[int, ...] = Field(max_length=MAX_RANKS)
+    spans: tuple[Span, ...] = Field(max_length=MAX_SPANS)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> GroupInfo:
+        if any(stop <= start for start, stop, _ in self.spans):
+            raise ValueError("a run of ranks ends before it starts")
+        if self.size > MAX_RANKS:
+            raise ValueError(f"a group of over {MAX_RANKS} ranks")
+        return self
 
     @property
-    def label(self) -> str:
-        """``default_pg``, or the group's name where torch gave it no description."""
-        return self.desc if self.desc and self.desc != "undefined" else f"group {self.name}"
+    def size(self) -> int:
+        return sum(len(range(*span)) for span in self.spans)
+
+    def index(self, rank: int) -> int | None:
+        """The rank's place in the group (its group rank), or None: not a member."""
+        offset = 0
+        for start, stop, step in self.spans:
+            if start <= rank < stop and (rank - start) % step == 0:
+                return offset + (rank - start) // step
+            offset += len(range(start, stop, step))
+        return None
+
+    def ranks(self) -> list[int]:
+        """Its global ranks, in group order."""
+        return [rank for span in self.spans for rank in range(*span)]
 
 
 class Identity(BaseModel):
@@ -72,14 +109,12 @@ class Entry(BaseModel):
     op_id: int | None = None
     profiling_name: Name
     time_created_ns: int | None = None
-    input_sizes: list[Annotated[list[int], Field(max_length=16)]] = Field(
-        default_factory=list, max_length=MAX_TENSORS
-    )
-    input_dtypes: list[Name] = Field(default_factory=list, max_length=MAX_TENSORS)
-    output_sizes: list[Annotated[list[int], Field(max_length=16)]] = Field(
-        default_factory=list, max_length=MAX_TENSORS
-    )
-    output_dtypes: list[Name] = Field(default_factory=list, max_length=MAX_TENSORS)
+    # Tuples, not lists: thousands of ranks' entries stay out of the garbage collector's way
+    # (a tuple of numbers is untracked), which was most of the time a large verdict took.
+    input_sizes: tuple[Sizes, ...] = Field(default=(), max_length=MAX_TENSORS)
+    input_dtypes: tuple[Name, ...] = Field(default=(), max_length=MAX_TENSORS)
+    output_sizes: tuple[Sizes, ...] = Field(default=(), max_length=MAX_TENSORS)
+    output_dtypes: tuple[Name, ...] = Field(default=(), max_length=MAX_TENSORS)
     #: ``scheduled``, ``started`` or ``completed`` (NCCL); gloo leaves it ``scheduled``.
     state: Name = "scheduled"
     time_discovered_started_ns: int | None = None
@@ -88,7 +123,7 @@ class Entry(BaseModel):
     retired: bool = False
     timeout_ms: int | None = None
     is_p2p: bool = False
-    frames: list[RecordedFrame] = Field(default_factory=list, max_length=64)
+    frames: tuple[RecordedFrame, ...] = Field(default=(), max_length=64)
 
     @property
     def group(self) -> str:

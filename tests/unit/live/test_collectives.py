@@ -67,8 +67,8 @@ def test_the_identity_is_torchs_rank_world_and_groups() -> None:
     assert collectives.identity(fake_dist(initialized=False)) is None
     assert collectives.identity(fake_dist()) == {
         "rank": 2, "world_size": 4, "backend": "gloo", "world": "10.0.0.1:29500",
-        "groups": [{"name": "0", "desc": "default_pg", "ranks": [0, 1, 2, 3]},
-                   {"name": "1", "desc": "undefined", "ranks": [2, 3]}],
+        "groups": [{"name": "0", "desc": "default_pg", "spans": [[0, 4, 1]]},
+                   {"name": "1", "desc": "undefined", "spans": [[2, 4, 1]]}],
     }  # fmt: skip
 
 
@@ -207,10 +207,20 @@ def test_real_gloo_ranks_say_who_they_are_and_their_recorder_while_one_waits() -
     said = json.loads(out)
     first, second = (told["identity"] for told in said["told"])  # init, then new_group
     assert (first["rank"], first["world_size"], len(first["groups"])) == (0, 2, 1)
-    assert second["groups"][1] == {"name": "1", "desc": "pair", "ranks": [0, 1]}
+    assert second["groups"][1] == {"name": "1", "desc": "pair", "spans": [[0, 2, 1]]}
     recorder = said["answer"]["recorder"]
     last = recorder["entries"][-1]
     assert (last["collective_seq_id"], last["profiling_name"], last["retired"]) == (
         2, "gloo:all_reduce", False,
     )  # fmt: skip
     assert any(f["filename"] == "<string>" for f in last["frames"])  # the call site
+
+
+@pytest.mark.parametrize(
+    "ranks", [[0, 1, 2, 3], [0, 8, 16, 24], [3, 1], [5], [0, 2, 3, 4], [], list(range(10_000))]
+)
+def test_a_groups_ranks_travel_as_runs_in_their_order(ranks: list[int]) -> None:
+    runs = collectives.spans(ranks)
+    assert [rank for run in runs for rank in range(*run)] == ranks
+    assert len(runs) <= max(1, len(ranks) // 2 + 1)
+    assert collectives.spans(list(range(10_000))) == [[0, 10_000, 1]]

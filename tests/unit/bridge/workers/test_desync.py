@@ -12,6 +12,7 @@ import pytest
 
 from raydap.bridge.workers.desync import RankDump, judge, ranks_text
 from raydap.bridge.workers.recorder import Reply, read_reply
+from raydap.live.collectives import spans
 
 RECORDINGS = Path(__file__).with_name("recordings")
 
@@ -104,7 +105,10 @@ def nccl_rank(
     groups: list[dict[str, Any]] | None = None,
     world_size: int = 4,
 ) -> RankDump:
-    groups = groups or [{"name": "0", "desc": "default_pg", "ranks": list(range(world_size))}]
+    groups = [
+        {"name": g["name"], "desc": g["desc"], "spans": spans(g["ranks"])}
+        for g in groups or [{"name": "0", "desc": "default_pg", "ranks": list(range(world_size))}]
+    ]
     last: dict[str, int] = {}
     for e in entries:
         if not e["is_p2p"]:
