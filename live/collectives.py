@@ -113,8 +113,10 @@ def spans(ranks: list[int]) -> list[list[int]]:
 def job_of(ray: ModuleType | None) -> str | None:
     """The Ray job this worker runs for (it makes process groups for one), if Ray says."""
     try:
-        return str(ray.get_runtime_context().get_job_id()) if ray is not None else None
-    except Exception:  # not in a Ray worker, or Ray moved it
+        if ray is None or not ray.is_initialized():  # asking would start a cluster
+            return None
+        return str(ray.get_runtime_context().get_job_id())
+    except Exception:  # Ray moved it
         return None
 
 

@@ -224,3 +224,14 @@ def test_a_groups_ranks_travel_as_runs_in_their_order(ranks: list[int]) -> None:
     assert [rank for run in runs for rank in range(*run)] == ranks
     assert len(runs) <= max(1, len(ranks) // 2 + 1)
     assert collectives.spans(list(range(10_000))) == [[0, 10_000, 1]]
+
+
+def test_the_job_is_asked_of_ray_only_inside_a_ray_worker() -> None:
+    """Asking an uninitialized Ray for its runtime context starts a cluster (found the hard
+    way: a test process started one, and its token file changed every later Ray head)."""
+    asleep = types.SimpleNamespace(is_initialized=lambda: False, get_runtime_context=None)
+    assert collectives.job_of(asleep) is None  # type: ignore[arg-type]
+    context = types.SimpleNamespace(get_job_id=lambda: "02000000")
+    worker = types.SimpleNamespace(is_initialized=lambda: True, get_runtime_context=lambda: context)
+    assert collectives.job_of(worker) == "02000000"  # type: ignore[arg-type]
+    assert collectives.job_of(None) is None
