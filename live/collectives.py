@@ -213,8 +213,9 @@ def _announcing(make: Callable[..., Any], announce: Callable[[dict[str, Any]], N
 def answer(
     arguments: dict[str, Any], environ: MutableMapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """The body of a ``raydapCollectives`` response: ``identity``, and with ``recorder: true``
-    the recorder's last ``tail`` entries (``frames: true`` adds their call sites), or
+    """The body of a ``raydapCollectives`` response: ``identity``, with ``recorder: true``
+    the recorder's last ``tail`` entries (``frames: true`` adds their call sites), with
+    ``status: true`` only how far each group got (``pg_status``, a tenth of a millisecond), or
     ``reason`` saying why there is none."""
     environ = os.environ if environ is None else environ
     dist = sys.modules.get("torch.distributed")
@@ -222,7 +223,7 @@ def answer(
         "identity": identity(dist), "job": job_of(sys.modules.get("ray")), "recorder": None,
         "reason": None,
     }  # fmt: skip
-    if not arguments.get("recorder"):
+    if not arguments.get("recorder") and not arguments.get("status"):
         return body
     tail = _bounded(arguments.get("tail"), 64, MAX_TAIL)
     budget = _bounded(arguments.get("max_bytes"), MAX_BYTES, MAX_BYTES)
@@ -233,8 +234,12 @@ def answer(
         body["reason"] = "this torch has no Flight Recorder (torch 2.5 or newer has one)"
     elif not recorder_setting(environ):
         body["reason"] = "the Flight Recorder is off (RAYDAP_FLIGHT_RECORDER=0, or a buffer of 0)"
-    else:
+    elif arguments.get("recorder"):
         body["recorder"] = read_recorder(c10d_c, tail, bool(arguments.get("frames")), budget)
+    else:
+        status = json.loads(c10d_c._dump_fr_trace_json(includeCollectives=False))
+        body["recorder"] = {"version": str(status.get("version") or ""),
+                            "pg_status": status.get("pg_status") or {}, "entries": []}  # fmt: skip
     return body
 
 

@@ -80,14 +80,15 @@ def read_stacks(
     environment: tuple[str, ...] = (),
 ) -> dict[int, dict[str, Any]]:
     """``py-spy dump --json`` of each pid, in parallel: ``{"json": ..., "env": {...}}`` or
-    ``{"error": ...}``. ``flags``: py-spy's ``--locals`` and ``--native``; ``environment``:
+    ``{"error": ...}``. ``flags``: py-spy's ``--locals``, ``--native`` and ``--nonblocking``
+    (the hang watch's: a rank it samples is not stopped while read); ``environment``:
     variables read from each process's environment as it started (``/proc/PID/environ``:
     what names its rank)."""
     import shutil
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
-    flags = tuple(f for f in flags if f in ("--locals", "--native"))
+    flags = tuple(f for f in flags if f in ("--locals", "--native", "--nonblocking"))
     py_spy = shutil.which("py-spy", path=_search_path())
     if py_spy is None:
         missing = {

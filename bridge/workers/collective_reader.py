@@ -40,9 +40,41 @@ class Finding:
     frames_seconds: float = 0.0
 
 
+#: How far a rank's groups got: (group, last enqueued, last completed) for each group.
+Positions = dict[str, frozenset[tuple[str, int, int]]]
+
+
 class CollectiveReader:
     def __init__(self, holder: Holder) -> None:
         self.holder = holder
+        self._positions: dict[str, Positions] = {}
+
+    async def moved(self, job: str) -> bool | None:
+        """Whether any rank of the job went on to a later collective since the last time this
+        was asked (None: the first time, or nothing could be read). Stacks that stand still
+        can belong to a job that progresses: ranks that spend their time waiting for a slower
+        one in the same all_reduce look alike at every sample, and their recorders count on."""
+        ranks = self.ranks_of(job)
+        groups = self.holder.process_groups
+        outcomes = await asyncio.gather(*(
+            groups.read(rid, self.holder.upstreams.get(rid), status=True) for rid in ranks
+        ))  # fmt: skip
+        now: Positions = {
+            dump.worker: frozenset(
+                (name, s.last_enqueued_collective, s.last_completed_collective)
+                for name, s in dump.recorder.pg_status.items()
+            )
+            for dump in outcomes
+            if isinstance(dump, RankDump)
+        }
+        before = self._positions.get(job)
+        self._positions[job] = now
+        if before is None or not now:
+            return None
+        return any(now.get(worker, positions) != positions for worker, positions in before.items())
+
+    def forget(self, job: str) -> None:
+        self._positions.pop(job, None)
 
     def ranks_of(self, job: str) -> dict[str, Identity]:
         """The job's live workers that made a process group, by record id."""

@@ -42,6 +42,8 @@ MAX_QUEUED = 100
 MAX_WATCHED = 1_000
 #: Reads of a hung job's recorders while some rank stays unread, at most.
 MAX_READS = 3
+#: py-spy's flags for a sample.
+SAMPLE_FLAGS = ("--nonblocking",)
 
 
 @dataclass
@@ -130,7 +132,9 @@ class HangWatch:
             if job and job not in debugged and (wanted is None or job in wanted):
                 by_job[job].append(record)
         targets = {r.id: Target(r.node_id or "", r.pid or 0) for rs in by_job.values() for r in rs}
-        readings = await self.remote.read(targets, (), IDENTITY_VARIABLES)
+        # Not stopped while read (py-spy's --nonblocking): a sample every few seconds of every
+        # rank must cost the job nothing, and a hang's stacks stand still to be read anyway.
+        readings = await self.remote.read(targets, SAMPLE_FLAGS, IDENTITY_VARIABLES)
         now = self.clock()
         announced = []
         last, self._last = self._last, {}
@@ -149,7 +153,10 @@ class HangWatch:
                 if record.id in self._last:
                     samples.append(self._last[record.id])
             before = self.judge.verdicts.get(job)
-            verdict = await self._with_collectives(self.judge.observe(job, samples, now))
+            verdict = self.judge.observe(job, samples, now)
+            if await self._progresses(job, now):
+                verdict = self.judge.moved(job, samples, now)
+            verdict = await self._with_collectives(verdict)
             if news(before, verdict):
                 if verdict.state == "suspected_hang" and self.reports is not None:
                     verdict = await self._report(verdict)
@@ -161,7 +168,22 @@ class HangWatch:
         for job in set(self.judge.jobs()) - set(by_job):
             self.judge.forget(job)  # ended, or a person is debugging it
             self._found.pop(job, None)
+            self.collectives.forget(job)
         return announced
+
+    async def _progresses(self, job: str, now: float) -> bool:
+        """Whether a job whose stacks stood still for half of --hang-after goes on all the
+        same: its recorders count later collectives than when last asked (asked from then on,
+        as long as its stacks stand still)."""
+        half = self.judge.hang_after / 2
+        if self.judge.stacks_still_for(job, now) < half:
+            self.collectives.forget(job)  # its stacks move: the count starts afresh later
+            return False
+        if self.judge.still_for(job, now) < half:
+            return False
+        if not self.collectives.ranks_of(job):
+            return False
+        return bool(await self.collectives.moved(job))
 
     async def _with_collectives(self, verdict: Verdict) -> Verdict:
         """A suspected hang with what its ranks' recorders say (read once per hang, again

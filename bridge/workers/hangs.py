@@ -121,6 +121,22 @@ class JobWatch:
     def __init__(self, job: str) -> None:
         self.job = job
         self._seen: dict[str, tuple[Signature, float]] = {}
+        #: When its recorders last said it went on while its stacks stood still.
+        self._counted_on = float("-inf")
+
+    def _stacks_moved(self, now: float) -> float:
+        return max((at for _, at in self._seen.values()), default=now)
+
+    def still_for(self, now: float) -> float:
+        """How long nothing moved: its ranks' stacks, or the collectives they count."""
+        return now - max(self._stacks_moved(now), self._counted_on)
+
+    def stacks_still_for(self, now: float) -> float:
+        return now - self._stacks_moved(now)
+
+    def moved(self, now: float) -> None:
+        """Its ranks progress although their stacks stand still (their recorders said so)."""
+        self._counted_on = now
 
     def observe(self, samples: Sequence[RankSample], now: float, hang_after: float) -> Verdict:
         seen: dict[str, tuple[Signature, float]] = {}
@@ -129,7 +145,7 @@ class JobWatch:
             before = self._seen.get(sample.worker)
             seen[sample.worker] = before if before and before[0] == where else (where, now)
         self._seen = seen  # a worker that left is forgotten
-        last_moved = max((at for _, at in seen.values()), default=now)
+        last_moved = max(max((at for _, at in seen.values()), default=now), self._counted_on)
         groups = _groups(samples)
         waiting = [g for g in groups if g.wait is not None]
         stalled = bool(samples) and now - last_moved >= hang_after and bool(waiting)
@@ -220,6 +236,19 @@ class HangJudge:
     def forget(self, job: str) -> None:
         self._jobs.pop(job, None)
         self.verdicts.pop(job, None)
+
+    def still_for(self, job: str, now: float) -> float:
+        watch = self._jobs.get(job)
+        return watch.still_for(now) if watch is not None else 0.0
+
+    def stacks_still_for(self, job: str, now: float) -> float:
+        watch = self._jobs.get(job)
+        return watch.stacks_still_for(now) if watch is not None else 0.0
+
+    def moved(self, job: str, samples: Sequence[RankSample], now: float) -> Verdict:
+        """A job its recorders say progresses: judged again from now on."""
+        self._jobs.setdefault(job, JobWatch(job)).moved(now)
+        return self.observe(job, samples, now)
 
     def jobs(self) -> list[str]:
         return list(self._jobs)

@@ -82,12 +82,15 @@ class ProcessGroups:
             self.registry.put(record.model_copy(update=update))
 
     async def read(
-        self, rid: str, upstream: Upstream | None, *, frames: bool = False
+        self, rid: str, upstream: Upstream | None, *, frames: bool = False, status: bool = False
     ) -> RankDump | str:
-        """One worker's recorder with who it is, or why it could not be read."""
+        """One worker's recorder with who it is, or why it could not be read; ``status``: only
+        how far each of its groups got (no entries)."""
         if upstream is None:
             return "the worker is gone"
-        arguments = {"recorder": True, "tail": TAIL, "frames": frames}
+        arguments: dict[str, Any] = (
+            {"status": True} if status else {"recorder": True, "tail": TAIL, "frames": frames}
+        )
         try:
             response = await upstream.request(
                 REQUEST, arguments, timeout=FRAMES_TIMEOUT if frames else READ_TIMEOUT

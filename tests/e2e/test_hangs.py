@@ -154,6 +154,7 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
             if message["kind"] == "hang" and message["verdict"]["job"] == job.job_id:
                 announced = message
     assert announced["type"] == "hang" and announced["verdict"]["state"] == "suspected_hang"
+    assert announced["verdict"]["collective"]["missing"] == [3]  # said in the same message
 
     def verdict() -> dict[str, Any] | None:
         jobs = bridge.get("/api/v1/hangs")["jobs"]
@@ -453,10 +454,17 @@ def test_a_progressing_job_is_never_called_hung(
                     None)  # fmt: skip
 
     until(watched, 30, "the job watched", bridge)
+    # Ranks 1-3 wait for rank 0 in the same all_reduce at every sample: stacks that stand
+    # still, one group waiting, which the stacks alone call a hang. The recorders count on.
     # A check that nothing happens: three times --hang-after of samples, none a hang.
-    states = set()
+    states, still = set(), False
     deadline = time.monotonic() + 3 * HANG_AFTER
     while time.monotonic() < deadline:
-        states.add(watched()["state"])  # type: ignore[index]
+        verdict = watched()
+        assert verdict is not None
+        states.add(verdict["state"])
+        still |= any(g["wait"] == "all_reduce" and g["ranks"] == [1, 2, 3]
+                     for g in verdict["groups"])  # fmt: skip
         time.sleep(0.5)
     assert states == {"progressing"}
+    assert still  # the stacks alone would have called it hung

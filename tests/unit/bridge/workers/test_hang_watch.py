@@ -141,9 +141,19 @@ class RecordingUpstream:
         self.body = body
         self.asked: list[bool] = []  # frames or not, per read
         self.fails = False
+        self.statuses = 0
+        self.progressing = False
 
     async def request(self, command: str, arguments: Any = None, **_: Any) -> Response:
         assert command == collectives.REQUEST
+        if arguments.get("status"):  # how far each group got: counts on while it progresses
+            self.statuses += 1
+            body = json.loads(json.dumps(self.body))
+            for status in body["recorder"]["pg_status"].values():
+                status["last_completed_collective"] = int(status["last_completed_collective"]) + (
+                    self.statuses if self.progressing else 0
+                )
+            return Response(request_seq=1, success=True, command=command, body=body)
         self.asked.append(bool(arguments.get("frames")))
         if self.fails:
             return Response(request_seq=1, success=False, command=command, message="gone away")
@@ -211,3 +221,27 @@ async def test_a_rank_whose_recorder_cannot_be_read_is_named_and_asked_again() -
         now[0] = second
         await hangs.sample()
     assert len(upstreams[0].asked) == MAX_READS  # asked again while unread, a few times
+
+
+async def test_ranks_that_wait_in_one_place_while_their_recorders_count_on_are_not_hung() -> None:
+    """Ranks waiting for a slower one in the same all_reduce at every sample look still to
+    the stacks; their recorders say they go on, so the job progresses. Stuck ones count no
+    further, and are called hung at --hang-after as before."""
+    hangs, _, now = watch("all")
+    upstreams = live_ranks(hangs.holder.registry, hangs.holder)
+    for upstream in upstreams.values():
+        upstream.progressing = True
+    for second in range(0, 40):
+        now[0] = float(second)
+        await hangs.sample()
+        assert hangs.judge.verdicts["01"].state == "progressing", second
+    assert upstreams[0].statuses > 5  # asked while the stacks stood still
+    for upstream in upstreams.values():
+        upstream.progressing = False
+    states = []
+    for second in range(40, 60):
+        now[0] = float(second)
+        await hangs.sample()
+        states.append(hangs.judge.verdicts["01"].state)
+    first_hung = 40 + states.index("suspected_hang")
+    assert first_hung <= 40 + 10 + 1  # hang_after (10) of counting nothing, and a sample

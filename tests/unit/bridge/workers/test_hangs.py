@@ -60,3 +60,24 @@ def test_a_new_rank_counts_as_movement_and_a_rank_that_left_is_forgotten() -> No
     )
     judge.forget("job")
     assert judge.verdicts == {} and judge.jobs() == []
+
+
+def test_the_summary_names_the_users_frame_and_what_it_waits_on() -> None:
+    """Not "worker … waits in wait": the job's own frame, and the wait in a person's words
+    (py-spy names methods from Python 3.11 on: ``Event.wait`` over ``Condition.wait``)."""
+    threading = "/usr/lib/python3.11/threading.py"
+    on_event = at(
+        ("Condition.wait", threading, 327),
+        ("Event.wait", threading, 629),
+        ("fetch_batch", "/job/train.py", 12),
+        ("train_step", "/job/train.py", 26),
+    )
+    on_lock = at(("acquire", threading, 90), ("load", "/job/data.py", 3),
+                 ("train_step", "/job/train.py", 26))  # fmt: skip
+    judge = HangJudge(hang_after=10)
+    judge.observe("job", ranks(REDUCING, REDUCING, on_event, on_lock), now=0)
+    hung = judge.observe("job", ranks(REDUCING, REDUCING, on_event, on_lock), now=11)
+    assert hung.summary == (
+        "no progress: 2 ranks wait in all_reduce; rank 2 in fetch_batch (waiting on an Event); "
+        "rank 3 in load (waiting on a lock)"
+    )
