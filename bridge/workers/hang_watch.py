@@ -28,7 +28,7 @@ from raydap.bridge.workers.collective_reader import CollectiveReader, Finding
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.frames import fold
 from raydap.bridge.workers.hang_reports import HangReports
-from raydap.bridge.workers.hangs import HangJudge, RankSample, Verdict, _own_frame, news
+from raydap.bridge.workers.hangs import HangJudge, RankSample, Verdict, news, own_frame
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.ranks import rank_from_environment
 from raydap.bridge.workers.stacks import StackOptions, running_workers, stacks
@@ -206,7 +206,7 @@ class HangWatch:
 
     def _whereabouts(self, worker: str) -> tuple[str, str, int] | None:
         sample = self._last.get(worker)
-        frame = _own_frame(sample.frames) if sample is not None else None
+        frame = own_frame(sample.frames) if sample is not None else None
         return (frame.function, frame.path, frame.line) if frame is not None else None
 
     async def _report(self, verdict: Verdict) -> Verdict:

@@ -106,7 +106,7 @@ def _place(frame: Frame) -> Place:
     return Place(function=frame.function, path=frame.path, line=frame.line)
 
 
-def _own_frame(frames: Sequence[Frame]) -> Frame | None:
+def own_frame(frames: Sequence[Frame]) -> Frame | None:
     """The innermost frame of the job's own (or its libraries') code."""
     return next((f for f in frames if not is_plumbing(f)), frames[0] if frames else None)
 
@@ -153,7 +153,7 @@ class JobWatch:
         if stalled:
             largest = set(max(waiting, key=lambda g: len(g.workers)).workers)
             for sample in samples:
-                frame = _own_frame(sample.frames)
+                frame = own_frame(sample.frames)
                 if sample.worker not in largest and frame is not None:
                     stragglers.append(Straggler(
                         worker=sample.worker, rank=sample.rank, role=sample.role,
@@ -198,7 +198,7 @@ def _summary(groups: Sequence[Group], samples: Sequence[RankSample], stalled: bo
         if wait is not None and wait.kind == "collective":
             parts.append(f"{who} {'wait' if len(members) > 1 else 'waits'} in {wait.name}")
             continue
-        frame = _own_frame(members[0].frames)
+        frame = own_frame(members[0].frames)
         where = frame.function if frame else "?"
         parts.append(f"{who} in {where}" + (f" ({waiting_on(wait)})" if wait else ""))
     return ("no progress: " if stalled else "") + "; ".join(parts)
