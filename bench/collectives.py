@@ -4,7 +4,11 @@
 
 C1  the Flight Recorder's own cost: two gloo ranks all_reduce small tensors in a loop (the
     worst case for a per-collective cost), with the recorder armed as raydap arms it and off,
-    sides alternated (ABBA) over R rounds: the ratio of their speeds, and its spread.
+    sides alternated (ABBA) over R rounds: the ratio of their speeds, and its spread. Two
+    processes on two cores talking over loopback vary by several percent from run to run, so
+    C1b isolates the recorder: one rank alone (a collective with no network), the time a call
+    takes with the recorder armed and off, best of 5 x 20,000 calls, alternated over R rounds;
+    the difference, set against C1's time per all_reduce, is the recorder's share.
 C2  a live Ray job of four gloo ranks training in small steps, under a bridge whose hang watch
     is on with the recorder armed (raydap's defaults), against the watch off and the
     recorder off; sides alternated over R rounds of S seconds: the ratio of steps.
@@ -68,6 +72,7 @@ for _ in range(count):
 dist.barrier()
 if rank == 0:
     print(time.perf_counter() - started, flush=True)
+dist.destroy_process_group()
 """
 
 
@@ -102,6 +107,51 @@ def _loop_seconds(armed: bool, count: int) -> float:
                 rank.kill()
                 rank.wait()
     return float(out.strip())
+
+
+_ALONE = """
+import sys, time
+import torch, torch.distributed as dist
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[1], rank=0, world_size=1)
+t = torch.ones(8)
+for _ in range(2000):
+    dist.all_reduce(t)
+best = []
+for _ in range(5):
+    started = time.perf_counter()
+    for _ in range(20000):
+        dist.all_reduce(t)
+    best.append((time.perf_counter() - started) / 20000)
+print(min(best), flush=True)
+dist.destroy_process_group()
+"""
+
+
+def _call_seconds(armed: bool) -> float:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_")}
+    if armed:
+        from raydap.live.collectives import arm_recorder
+
+        arm_recorder(env)
+    done = subprocess.run([sys.executable, "-c", _ALONE, _free_port()], env=env,
+                          capture_output=True, text=True, timeout=600, check=True)  # fmt: skip
+    return float(done.stdout.strip())
+
+
+def c1b_per_call(rounds: int, all_reduce_s: float) -> dict[str, Any]:
+    seconds: dict[bool, list[float]] = {True: [], False: []}
+    for armed in _abba(rounds):
+        seconds[armed].append(_call_seconds(armed))
+    extra = statistics.median(seconds[True]) - statistics.median(seconds[False])
+    speed = all_reduce_s / (all_reduce_s + max(extra, 0.0))
+    return {"rounds": rounds,
+            "armed_us": [round(s * 1e6, 2) for s in seconds[True]],
+            "off_us": [round(s * 1e6, 2) for s in seconds[False]],
+            "recorder_us_per_call": round(extra * 1e6, 2),
+            "two_rank_all_reduce_us": round(all_reduce_s * 1e6, 1),
+            "speed_with_recorder": round(speed, 4)}  # fmt: skip
 
 
 def c1_recorder(rounds: int, count: int) -> dict[str, Any]:
@@ -246,7 +296,9 @@ async def run(smoke: bool, seconds: float, rounds: int) -> dict[str, Any]:
     }
     results["c4"] = [c4_simulated(n, 1 if smoke else 3) for n in ((100, 1000) if smoke
                                                                   else (1000, 10_000))]  # fmt: skip
-    results["c1"] = c1_recorder(1 if smoke else rounds, 300 if smoke else 5000)
+    results["c1"] = c1_recorder(1 if smoke else rounds, 300 if smoke else 20000)
+    per_all_reduce = statistics.median(results["c1"]["off_s"]) / (300 if smoke else 20000)
+    results["c1b"] = c1b_per_call(1 if smoke else rounds, per_all_reduce)
     with LocalRay(num_cpus=16) as head:
         await settle()
         results["c2"] = await c2_throughput(head.address, 1 if smoke else rounds,
