@@ -18,7 +18,7 @@ MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py
 
-.PHONY: run test setup install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test setup install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -120,6 +120,11 @@ bench-hangs: $(STAMP)
 
 bench-children: $(STAMP)
 	$(BIN)/python -m bench.children --json bench/results-children.json
+
+## Collective verdicts: the recorder's cost, reading it, a verdict over 10,000 ranks (about
+## 25 minutes; needs torch, 3.11).
+bench-collectives: $(STAMP)
+	$(BIN)/python -m bench.collectives --json bench/results-collectives.json
 
 ## MCP for coding agents: what each door costs, and every worker at once (bench/mcp.py).
 bench-mcp: $(STAMP)
