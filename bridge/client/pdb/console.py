@@ -135,6 +135,7 @@ class Console:
         try:
             self.loop.call(debugger.wait_for_stop())
             while True:
+                self.loop.call(debugger.catch_up())
                 line = self.read(debugger.prompt())
                 if line is None:
                     return 0

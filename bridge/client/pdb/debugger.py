@@ -105,6 +105,15 @@ class Debugger:
             elif name in ("terminated", "exited") and self.ended is None:
                 self.ended = "the session ended"
 
+    async def catch_up(self) -> None:
+        """Show what arrived while a command ran, before the prompt is drawn again.
+
+        A follow session's other workers join while the first stop is shown; their
+        announcements reach this client before the answers to that stop's requests, so
+        draining here shows them above the prompt rather than among the next command's lines.
+        """
+        self.drain()
+
     async def wait_for_stop(self, thread: int | None = None, *, show: bool = True) -> None:
         """Until ``thread`` (or, without one, any thread) is paused; then go there."""
         said = False
