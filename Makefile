@@ -11,14 +11,14 @@ VENV       ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(PYVER))
 BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 
-# Every Python raydap supports. `make test` runs the whole suite on PYTHON, then a reduced but
+# Every Python raydap supports. `make test` runs the whole suite on PYTHON, beside a reduced but
 # real one on each other version found here (unit, integration, and the end-to-end core, live,
 # follow, stacks and child-process tests on a real Ray head). `MATRIX=` skips it; in CI a missing one fails.
 MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py
 
-.PHONY: run test setup install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test setup suites suite install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -53,11 +53,19 @@ run: $(STAMP)
 ## installed first, at once: each Python's venv, the extension and the editors' tools (pip and
 ## npm mostly wait on the network and the disk, so side by side they take little more than
 ## the longest of them).
+## Then the whole suite on PYTHON and the matrix's on the other Pythons run side by side: an
+## end-to-end test mostly waits (for Ray, for a worker to stop), and leaves a core idle about
+## half the time. Each suite's output comes whole when it ends.
 test:
 	@$(MAKE) --no-print-directory -j8 --output-sync=target setup
 	@$(MAKE) --no-print-directory lint typecheck ext-check
+	@$(MAKE) --no-print-directory -j2 --output-sync=target suites
+
+suites: suite matrix
+
+## The whole suite on PYTHON (the editors' tests must run: a missing tool fails them).
+suite: $(STAMP)
 	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=15
-	@$(MAKE) --no-print-directory matrix
 
 setup: $(STAMP) vsix e2e-tools $(addprefix install-python-,$(filter-out $(PYVER),$(MATRIX)))
 
