@@ -41,6 +41,11 @@ class TaskEndWatch:
         self._watched: dict[str, Upstream] = {}
         self._loop: asyncio.Task[None] | None = None
 
+    @property
+    def watching(self) -> int:
+        """How many workers are still asked about (a stopped one leaves at its next turn)."""
+        return len(self._watched)
+
     def update(self, rid: str, upstream: Upstream) -> None:
         """The worker's state changed: watch it while it runs with clients attached."""
         if upstream.state is State.RUNNING and upstream.clients:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from raydap.bridge.client.dap_client import DapClient
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, Job, break_line, stop_job
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -71,8 +71,7 @@ async def test_task_breakpoint_is_listed_attached_inspected_and_continued(
     assert (frame["name"], frame["line"]) == ("square", record["location"]["line"] + 1)
     await client.request("continue", {"threadId": stopped["threadId"]})
     assert job.result() == "49"
-    await asyncio.sleep(0.5)
-    assert bridge.records(job.job_id) == []
+    await until(lambda: bridge.records(job.job_id) == [], what="the finished worker unlisted")
 
 
 async def test_successive_breakpoints_in_an_actor_reach_one_session(
@@ -164,8 +163,10 @@ async def test_clients_share_a_worker_and_a_late_one_sees_the_same_stop(
 
     await editor.close()  # disconnect: the worker stays paused and held
     await terminal.close()
-    await asyncio.sleep(0.3)
-    [still] = bridge.records(job.job_id)
+    [still] = await until(
+        lambda: [r for r in bridge.records(job.job_id) if r["clients"] == 0],
+        what="the bridge noticed its clients left",
+    )
     assert (still["state"], still["clients"]) == ("paused", 0)
     assert job.process.poll() is None
 
@@ -246,10 +247,9 @@ async def test_worker_killed_while_attached_ends_its_session_only(
     await victim.wait_event("terminated", timeout=30)
     farewell = (await victim.wait_event("output")).body["output"]
     assert f"square (pid {doomed['pid']}" in farewell and "exited" in farewell
-    deadline = time.monotonic() + 10
-    while bridge.records(doomed_job.job_id) and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
-    assert bridge.records(doomed_job.job_id) == []
+    await until(
+        lambda: bridge.records(doomed_job.job_id) == [], every=0.1, what="the dead worker unlisted"
+    )
 
     assert await evaluate(bystander, frame, "self.count") == "2"  # unaffected
     await bystander.request("continue", {"threadId": stopped["threadId"]})
@@ -281,10 +281,7 @@ async def test_legacy_pdb_breakpoints_are_listed_with_how_to_reach_them(
     await writer.drain()
     assert job.result() == "2"
     writer.close()
-    deadline = time.monotonic() + 10
-    while bridge.records(job.job_id) and time.monotonic() < deadline:
-        await asyncio.sleep(0.2)
-    assert bridge.records(job.job_id) == []
+    await until(lambda: bridge.records(job.job_id) == [], every=0.2, what="the worker unlisted")
 
 
 async def test_the_terminal_debugger_reads_commands_from_a_pipe_and_q_leaves_the_worker_paused(
@@ -306,8 +303,11 @@ async def test_the_terminal_debugger_reads_commands_from_a_pipe_and_q_leaves_the
     answers = [line.split(") ", 1)[-1] for line in out.splitlines()]
     assert "(7, 49)" in answers and "14" in answers  # p, and an expression echoed
     assert "*** NameError: name 'undefined_name' is not defined" in answers
-    await asyncio.sleep(0.3)
-    assert bridge.records(job.job_id)[0]["state"] == "paused"  # q leaves it paused
+    [left] = await until(
+        lambda: [r for r in bridge.records(job.job_id) if r["clients"] == 0],
+        what="the bridge noticed its clients left",
+    )
+    assert left["state"] == "paused"  # q leaves it paused
     bridge.post(f"/api/v1/breakpoints/{record['id']}/continue")
     assert job.result() == "49"
 

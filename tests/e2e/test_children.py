@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from tests.e2e.conftest import (
 )
 from tests.e2e.test_bridge import evaluate
 from tests.e2e.test_live import top_frame
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -45,13 +45,12 @@ def wait_for(
     bridge: BridgeProcess, what: Callable[[list[dict[str, Any]]], Any], timeout: float = 60
 ) -> Any:
     """What ``what`` finds in ``GET /api/v1/workers`` (anything but None or empty)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = what(bridge.get("/api/v1/workers")["workers"])
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"not found in {bridge.get('/api/v1/workers')}")
+    return wait_until(
+        lambda: what(bridge.get("/api/v1/workers")["workers"]),
+        timeout=timeout,
+        what="the workers awaited",
+        context=lambda: str(bridge.get("/api/v1/workers")),
+    )
 
 
 def parent_running(job_id: str, task: str) -> Callable[[list[dict[str, Any]]], Any]:
@@ -90,15 +89,6 @@ class Started:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
         psutil.wait_procs(list(self.processes), timeout=10)
-
-
-def until(check: Callable[[], Any], timeout: float = 60) -> Any:
-    """What ``check`` returns once it is something, asked every half second."""
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"{check.__name__} never came true"
-        time.sleep(0.5)
-    return found
 
 
 def files_of(tree: dict[str, Any], worker: str) -> set[str]:
@@ -148,7 +138,7 @@ async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_a
             looping = [c for c in read if "child_work.py" in files_of(running["tree"], c)]
             return running if looping else None
 
-        running = await asyncio.to_thread(until, in_child_loop)
+        running = await asyncio.to_thread(wait_until, in_child_loop, timeout=60, every=0.5)
         readers = {w["id"]: w for w in running["workers"]}
         assert pool["id"] in readers and "children_pool.py" in files_of(running["tree"], pool["id"])
 

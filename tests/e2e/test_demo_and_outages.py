@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from aiohttp import web
 
 from raydap.bridge.client.local_ray import LocalRay, free_port
 from tests.e2e.conftest import start_bridge, start_job, stop_bridge, stop_job
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -120,10 +120,12 @@ async def test_dashboard_outage_degrades_health_and_discovery_recovers(
     bridge = start_bridge(["--dashboard-url", f"http://127.0.0.1:{port}"], tmp_path / "b.log")
     proxy = job = None
     try:
-        deadline = time.monotonic() + 20
-        while (health := bridge.get("/healthz"))["status"] != "degraded":
-            assert time.monotonic() < deadline, health
-            await asyncio.sleep(0.1)
+        health = await until(
+            lambda: h if (h := bridge.get("/healthz"))["status"] == "degraded" else None,
+            timeout=20,
+            every=0.1,
+            what="the bridge degraded",
+        )
         assert f"127.0.0.1:{port} unreachable" in health["reason"]
         assert bridge.get("/api/v1/breakpoints") == {"breakpoints": []}
 

@@ -19,6 +19,7 @@ from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, Job, start_bridge, start_job, stop_bridge, stop_job
 from tests.e2e.test_bridge import evaluate, stopped_frame
 from tests.e2e.test_demo_and_outages import start_proxy
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -54,8 +55,10 @@ async def test_a_client_killed_mid_request_leaves_its_worker_held(
     assert doomed.stdout is not None and doomed.stdout.readline().strip() == "asked"
     doomed.send_signal(signal.SIGKILL)
     doomed.wait()
-    await asyncio.sleep(0.5)
-    [still] = bridge.records(job.job_id)
+    [still] = await until(
+        lambda: [r for r in bridge.records(job.job_id) if r["clients"] == 0],
+        what="the bridge noticed its clients left",
+    )
     assert still["state"] == "paused" and still["clients"] == 0
 
     client = await dap_connect(bridge.dap_host, bridge.dap_port)

@@ -39,6 +39,7 @@ from tests.e2e.conftest import (
     stop_job,
 )
 from tests.e2e.test_websockets import ws
+from tests.waiting import wait_until
 
 HANG_AFTER = 4.0
 
@@ -78,15 +79,9 @@ def gloo_job(hang_head: LocalRay) -> Iterator[Job]:
 
 
 def until(check: Any, timeout: float, what: str, bridge: BridgeProcess) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.3)
-    raise AssertionError(
-        f"{what} within {timeout} s; last: {last}\n{bridge.log.read_text()[-3000:]}"
+    """``check``'s first true answer, asked every 0.3 s; failing with the bridge's log."""
+    return wait_until(
+        check, timeout=timeout, every=0.3, what=what, context=lambda: bridge.log.read_text()[-3000:]
     )
 
 

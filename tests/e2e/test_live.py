@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from tests.e2e.conftest import (
     stop_job,
 )
 from tests.e2e.test_bridge import evaluate, raydap, shows_post_mortem_stop
+from tests.waiting import until, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -41,13 +41,20 @@ def wait_workers(
     timeout: float = 60,
 ) -> list[dict[str, Any]]:
     """``count`` workers of the job in ``GET /api/v1/workers`` that match ``where``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def matching() -> tuple[list[dict[str, Any]]] | None:  # a tuple: no workers counts too
         workers = [w for w in bridge.get("/api/v1/workers")["workers"] if w["job_id"] == job_id]
         if len([w for w in workers if where(w)]) == count:
-            return sorted(workers, key=lambda w: w["pid"])
-        time.sleep(0.1)
-    raise AssertionError(f"workers of {job_id}: {bridge.get('/api/v1/workers')}")
+            return (sorted(workers, key=lambda w: w["pid"]),)
+        return None
+
+    [found] = wait_until(
+        matching,
+        timeout=timeout,
+        what=f"{count} workers of {job_id}",
+        context=lambda: str(bridge.get("/api/v1/workers")),
+    )
+    return found
 
 
 def running_ranks(w: dict[str, Any]) -> bool:
@@ -144,11 +151,17 @@ async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their
         await client.wait_event("thread", where=lambda e: e.body["reason"] == "exited")
     await asyncio.to_thread(wait_workers, bridge, job.job_id, lambda w: True, 0)
     gcs = gcs_client(ray_head.address)
-    deadline = time.monotonic() + 10
-    while any(gcs.internal_kv_get(mark_key(r["worker_id"]).encode(), namespace=NAMESPACE.encode())
-              for r in ranks):  # fmt: skip
-        assert time.monotonic() < deadline, "the marks of exited live workers stay in GCS"
-        await asyncio.sleep(0.2)
+    await until(
+        lambda: (
+            not any(
+                gcs.internal_kv_get(mark_key(r["worker_id"]).encode(), namespace=NAMESPACE.encode())
+                for r in ranks
+            )
+        ),
+        timeout=10,
+        every=0.2,
+        what="the marks of exited live workers gone from GCS",
+    )
 
 
 @pytest.fixture(scope="module")

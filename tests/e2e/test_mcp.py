@@ -4,12 +4,10 @@ Inspector's CLI, from npm, over stdio and over /mcp)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from raydap.bridge.client.local_ray import LocalRay
+from tests import waiting
 from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line, require_ptrace, require_tools
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,13 +50,13 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
 async def until(session: ClientSession, tool: str, done: Callable[[Any], bool], **arguments: Any
                 ) -> Any:  # fmt: skip
     """Ask again until the answer is what a person waits for (workers start, name themselves)."""
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        answer = await call(session, tool, **arguments)
-        if done(answer):
-            return answer
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"{tool} never answered as awaited: {answer}")
+    last: list[Any] = []
+
+    async def asked() -> Any:
+        last[:] = [await call(session, tool, **arguments)]
+        return last[0] if done(last[0]) else None
+
+    return await waiting.until(asked, timeout=90, every=0.3, what=f"{tool} as awaited")
 
 
 def inspector(*arguments: str, env: dict[str, str] | None = None) -> Any:

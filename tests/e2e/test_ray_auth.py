@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +15,7 @@ from raydap.bridge.client.local_ray import LocalRay
 from tests.conftest import Connect
 from tests.e2e.conftest import start_bridge, start_job, stop_bridge, stop_job
 from tests.e2e.test_bridge import evaluate, stopped_frame
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 RAY_TOKEN = secrets.token_hex(32)
@@ -65,12 +66,17 @@ def test_without_rays_token_health_says_what_to_set(secured_head: LocalRay, tmp_
         tmp_path / "bridge.log", {**bridge_env(), "HOME": str(empty_home)},
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 20
-        while (health := bridge.get("/healthz")).get(
-            "reason", "not polled yet"
-        ) == "not polled yet":
-            assert time.monotonic() < deadline, health
-            time.sleep(0.2)
+
+        def polled() -> dict[str, Any] | None:
+            health = bridge.get("/healthz")
+            return health if health.get("reason", "not polled yet") != "not polled yet" else None
+
+        health = wait_until(
+            polled,
+            timeout=20,
+            every=0.2,
+            what="the dashboard polled",
+        )
         assert health["status"] == "degraded"
         assert "RAY_AUTH_TOKEN" in health["reason"] and "token auth" in health["reason"]
     finally:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from raydap.bridge.cluster.driver import RayDriver
 from raydap.bridge.cluster.remote_stacks import RemoteStacks, Target
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, Job, break_line, require_ptrace
+from tests.waiting import wait_until
 
 
 def nodes(tree: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -28,15 +28,15 @@ def nodes(tree: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def wait_for_stacks(bridge: BridgeProcess, job_id: str, count: int) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    def merged() -> dict[str, Any] | None:
         answer = bridge.get(f"/api/v1/stacks?job={job_id}")
         if len(answer["workers"]) == count and not answer["failed"]:
             waiting = [n for n in nodes(answer["tree"]) if n["function"] == "wait_for_peers"]
             if waiting and len(waiting[0]["workers"]) == count - 1:
                 return answer
-        time.sleep(0.3)
-    raise AssertionError(f"no stacks of {count} ranks of {job_id}: {answer}")
+        return None
+
+    return wait_until(merged, timeout=60, every=0.3, what=f"stacks of {count} ranks of {job_id}")
 
 
 async def test_every_ranks_stack_merged_then_a_waiting_rank_paused_from_outside(

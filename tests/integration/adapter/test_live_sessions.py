@@ -25,6 +25,7 @@ from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.server.dap_listener import DapListener
 from tests.conftest import Connect
 from tests.integration.adapter.conftest import any_attach
+from tests.waiting import until
 
 SCRIPT = Path(__file__).parent / "live_debuggee.py"
 LOOP = next(i for i, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "# LOOP" in line)
@@ -89,7 +90,8 @@ async def test_a_breakpoint_reaches_a_running_worker_and_leaves_with_its_client(
     await second.attach(breakpoint="w1")
     replayed = (await second.wait_event("stopped", timeout=10)).body  # the stop in force
     await second.request("continue", {"threadId": replayed["threadId"]})
-    await asyncio.sleep(1.0)  # about 200 turns of the loop
+    await until(lambda: upstream.state is State.RUNNING, what="the worker running again")
+    await asyncio.sleep(1.0)  # nothing happens: about 200 turns of its loop pass no breakpoint
     assert upstream.state is State.RUNNING and not upstream.stops
 
     # Pause stops it where it is; it finishes once let go.

@@ -15,6 +15,7 @@ from raydap.bridge.server.dap_listener import DapListener
 from raydap.protocol import Decoder
 from tests.conftest import Connect
 from tests.integration.adapter.conftest import Debuggee, Relay, any_attach, relay_resolver
+from tests.waiting import until
 
 
 async def top_frame(client: DapClient, thread_id: int) -> dict:  # type: ignore[type-arg]
@@ -71,9 +72,8 @@ async def test_a_client_that_disconnects_leaves_the_worker_paused_for_the_next(
     thread_id = (await first.wait_event("stopped")).body["threadId"]
     line = (await top_frame(first, thread_id))["line"]
     await first.close()
-    await asyncio.sleep(0.2)
+    await until(lambda: not relay.upstream.clients, what="the bridge noticed the client left")
     assert relay.upstream.state is State.STOPPED
-    assert not relay.upstream.clients
 
     late = await dap_connect(relay.host, relay.port)
     await late.attach(breakpoint="w1")

@@ -90,11 +90,3 @@ async def held_peer() -> AsyncIterator[tuple[ScriptedPeer, Upstream]]:
     finally:
         await upstream.close("test over")
         server.close()
-
-
-async def until(condition: Any, timeout: float = 5.0) -> None:
-    """Wait for the bridge to have read what the peer sent."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.01)

@@ -8,7 +8,8 @@ import asyncio
 from raydap.adapter import SingleWorker, Worker, WorkerMux
 from raydap.adapter.paths import PathMapper
 from raydap.protocol import Event, Request, Response
-from tests.unit.adapter.peer import PKG, held_peer, until
+from tests.unit.adapter.peer import PKG, held_peer
+from tests.waiting import until
 
 
 async def test_a_breakpoint_set_while_a_worker_joins_reaches_it() -> None:
@@ -28,7 +29,7 @@ async def test_a_breakpoint_set_while_a_worker_joins_reaches_it() -> None:
         setting = asyncio.create_task(
             mux.handle(Request(seq=2, command="setBreakpoints", arguments=arguments))
         )
-        await asyncio.sleep(0.05)  # the request is under way while the worker is still joining
+        await until(lambda: mux.book.lists())  # under way while the worker is still joining
         release.set()
         given = (await setting).body["breakpoints"][0]
 

@@ -9,7 +9,8 @@ from typing import Any
 from raydap.adapter import SingleWorker, State, Worker, WorkerMux
 from raydap.adapter.paths import PathMapper
 from raydap.protocol import Event, Request, Response, event
-from tests.unit.adapter.peer import PKG, held_peer, until
+from tests.unit.adapter.peer import PKG, held_peer
+from tests.waiting import until
 
 
 async def test_sessions_on_one_worker_each_get_their_own_ids_and_paths() -> None:

@@ -14,7 +14,6 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from aiohttp import web
 from raydap.bridge.server import connection_file
 from tests.conftest import runtime_dir
 from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
+from tests.waiting import wait_until
 
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 EVIL_PAGE = Path(__file__).with_name("evil_page.html")
@@ -35,10 +35,11 @@ def bridge(dashboard: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     home = tmp_path_factory.mktemp("defaults")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAYDAP_TOKEN")}
     running = start_bridge(["--dashboard-url", dashboard], home / "bridge.log", env)
-    deadline = time.monotonic() + 30
-    while not [r for r in running.records() if r["state"] == "paused"]:
-        assert time.monotonic() < deadline, running.log.read_text()
-        time.sleep(0.1)
+    wait_until(
+        lambda: [r for r in running.records() if r["state"] == "paused"],
+        what="a paused worker listed",
+        context=running.log.read_text,
+    )
     yield running
     stop_bridge(running)
 
@@ -201,7 +202,7 @@ async def test_a_real_page_on_another_local_port_gets_nothing(
     assert results["dap_socket"] == "failed" and results["events_socket"] == "failed", results
     for name in ("post_text", "post_json", "read_list"):
         assert results[name].startswith("failed"), results  # no readable answer
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(0.5)  # nothing happens: no code the page sent runs late either
     assert not marker.exists(), results
 
 

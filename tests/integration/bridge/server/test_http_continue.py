@@ -3,7 +3,6 @@ it is (a worker that is running is a conflict, not a missing worker)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -23,6 +22,7 @@ from raydap.bridge.workers.follow import resolve
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.registry import Registry
 from tests.integration.conftest import start_debuggee
+from tests.waiting import until
 
 WORKER_ID = "cd" * 28
 
@@ -60,10 +60,7 @@ async def test_continue_answers_each_case_with_its_own_status(
     rid, upstream = await holder.held_worker(record_id(WORKER_ID))
     url = f"/api/v1/breakpoints/{rid}/continue"
     for _ in range(2):  # both breakpoints of the debuggee
-        deadline = time.monotonic() + 10
-        while upstream.state is not State.STOPPED:
-            assert time.monotonic() < deadline, "the debuggee did not stop again"
-            await asyncio.sleep(0.02)
+        await until(lambda: upstream.state is State.STOPPED, what="the debuggee stopped again")
         answer = await client.post(url, json={})
         assert answer.status == 200, await answer.text()
         assert (await answer.json())["continued"] == [rid]

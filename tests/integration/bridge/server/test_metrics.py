@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[4]
 VIEWER = "viewer-secret-0123456789abcdef"
@@ -67,13 +67,12 @@ def test_metrics_count_paused_workers_and_time_requests(three_paused: BridgeProc
     with pytest.raises(urllib.error.HTTPError) as refused:
         scrape(three_paused, None)
     assert refused.value.code == 401
-    deadline = time.monotonic() + 30
-    while True:
+
+    def paused_three() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
         samples = scrape(three_paused, VIEWER)  # a view token may look
-        if samples[("raydap_workers", (("state", "paused"),))] == 3:
-            break
-        assert time.monotonic() < deadline, samples
-        time.sleep(0.2)
+        return samples if samples[("raydap_workers", (("state", "paused"),))] == 3 else None
+
+    samples = wait_until(paused_three, timeout=30, every=0.2, what="3 paused in /metrics")
     assert samples[("raydap_paused_workers", (("kind", "breakpoint"),))] == 3
     handshakes = samples[("raydap_worker_request_seconds_count",
                           (("command", "initialize"), ("outcome", "ok")))]  # fmt: skip

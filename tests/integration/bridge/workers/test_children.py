@@ -4,7 +4,6 @@ exits, or when its parent does."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -24,6 +23,7 @@ from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
+from tests.waiting import until
 
 PARENT = Path(__file__).parents[2] / "adapter" / "parent_debuggee.py"
 
@@ -66,12 +66,15 @@ class Parent:
         return len([c for c in self.children() if c.id in self.holder.upstreams])
 
     async def until(self, condition: Callable[[], object], timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
+        """Until ``condition`` holds, looking at the parent's children between tries."""
+
+        def looked() -> object:
             self.look()
-            assert time.monotonic() < deadline, self.registry.records()
-            await asyncio.sleep(0.05)
-        self.look()
+            return condition()
+
+        await until(
+            looked, timeout=timeout, every=0.05, context=lambda: str(self.registry.records())
+        )
 
     def stop(self) -> None:
         """Every process of this test, by pid: the parent and whatever it started, orphans

@@ -14,7 +14,8 @@ from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 from raydap.protocol import event
-from tests.unit.adapter.peer import held_peer, until
+from tests.unit.adapter.peer import held_peer
+from tests.waiting import until
 
 
 async def test_a_worker_continued_a_moment_ago_joins_only_at_its_next_stop() -> None:

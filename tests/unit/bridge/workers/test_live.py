@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from raydap.bridge.cluster.dashboard import WorkerRow
@@ -12,6 +11,7 @@ from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
 from raydap.bridge.workers.registry import Registry
 from tests.unit.bridge.workers.marks import MemoryMarks
+from tests.waiting import until
 
 
 class CountingMarks(MemoryMarks):
@@ -71,14 +71,16 @@ async def test_breakpoints_are_kept_per_file_saved_once_per_burst_and_given_back
     first.keep("setBreakpoints", other)
     first.keep("setFunctionBreakpoints", {"breakpoints": [{"name": "step"}]})
     first.keep("setExceptionBreakpoints", {"filters": []})  # kept: a choice, not a clearing
-    await asyncio.sleep(0.05)
-    assert len(marks.breakpoints) == 4
+    await until(lambda: len(marks.breakpoints) == 4, what="four lists saved")
 
     first.keep("setBreakpoints", {"source": {"path": "/srv/job/data.py"}, "breakpoints": []})
     first.keep("setFunctionBreakpoints", {"breakpoints": []})
-    await asyncio.sleep(0.05)
-    kept = {(b["command"], str(b["arguments"].get("source"))) for b in marks.breakpoints}
-    assert kept == {
+
+    def kept() -> set[tuple[str, str]]:
+        return {(b["command"], str(b["arguments"].get("source"))) for b in marks.breakpoints}
+
+    await until(lambda: len(marks.breakpoints) == 2, what="the cleared lists dropped")
+    assert kept() == {
         ("setBreakpoints", str(line["source"])),
         ("setExceptionBreakpoints", "None"),
     }
