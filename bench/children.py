@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from bench.run import HERE, http, ms, process, run_benchmark, serve, settle, until, usage
+from bench.harness import HERE, http, ms, process, run_benchmark, serve, settle, until, usage
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 

@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from bench.hangs import _line, stuck_delay
-from bench.run import HERE, http, options_for, process, report, serve, settle, until
+from bench.harness import HERE, http, options_for, process, report, serve, settle, until
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.workers.desync import RankDump, judge
 from raydap.bridge.workers.process_groups import TAIL

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 import psutil
 
-from bench.run import HERE, http, ms, options_for, process, report, serve, settle, until, usage
+from bench.harness import HERE, http, ms, options_for, process, report, serve, settle, until, usage
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
 from raydap.bridge.cluster.pyspy import parse_json

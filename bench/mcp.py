@@ -26,7 +26,7 @@ import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.run import fake_cluster, http, ms, run_benchmark, serve, until, usage
+from bench.harness import fake_cluster, http, ms, run_benchmark, serve, until, usage
 
 
 async def _calls(session: ClientSession, rounds: int, tool: str, **arguments: Any) -> list[float]:

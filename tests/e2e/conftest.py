@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from bench.run import ptrace_refusal
+from bench.harness import ptrace_refusal
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.server import connection_file
 from tests.conftest import runtime_dir
