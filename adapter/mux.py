@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from raydap.adapter import in_worker
 from raydap.adapter.breakpoints import (
     BOOK_COMMANDS,
     BookKey,
@@ -44,7 +45,6 @@ from raydap.protocol import command as command_info
 log = logging.getLogger(__name__)
 
 #: Files larger than this are not fetched from workers for clients that cannot open them.
-MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(eq=False)
@@ -512,13 +512,10 @@ class WorkerMux:
         frame = next((c for c in self._ids.frames.ids_of(key)), None) if worker else None
         if worker is None or frame is None:
             raise RoutingError(f"{path} can be read only while its worker is paused")
-        reader = (
-            f"(lambda p: p.read_text() if p.stat().st_size <= {MAX_SOURCE_BYTES} "
-            f"else '# file too large to show')(__import__('pathlib').Path({path!r}))"
-        )
+        worker_frame = self._ids.frames.to_worker(frame)[1]  # type: ignore[index]
         answer = await worker.upstream.request(
             "evaluate",
-            {"expression": reader, "frameId": self._ids.frames.to_worker(frame)[1],  # type: ignore[index]
+            {"expression": in_worker.read_file(path), "frameId": worker_frame,
              "context": "clipboard"},
         )  # fmt: skip
         if not answer.success:
@@ -527,7 +524,8 @@ class WorkerMux:
             text = ast.literal_eval(str((answer.body or {}).get("result", "")))
         except (ValueError, SyntaxError):
             raise RoutingError(f"cannot read {path} in {worker.label}") from None
-        return response_to(request, {"content": str(text), "mimeType": "text/x-python"})
+        content = "# file too large to show" if text is None else str(text)
+        return response_to(request, {"content": content, "mimeType": "text/x-python"})
 
     # -- id and path translation ------------------------------------------------------------
 

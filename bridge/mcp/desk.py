@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from raydap.adapter import AttachError, State, Upstream, UpstreamError
+from raydap.adapter import AttachError, State, Upstream, UpstreamError, in_worker
 from raydap.adapter.breakpoints import set_arguments, spec_of, split
 from raydap.adapter.quirks import exception_line
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
@@ -114,10 +114,7 @@ class Desk:
         facts = _frame_facts(frame)
         path, line = str(facts["path"] or ""), int(facts["line"] or 0)
         first = max(1, line - ask.context_lines)
-        reader = (
-            f"''.join(__import__('linecache').getlines({path!r})"
-            f"[{first - 1}:{line + ask.context_lines}])"
-        )
+        reader = in_worker.read_lines(path, first, line + ask.context_lines)
         text = await self._evaluate(upstream, frame["id"], reader, context="clipboard")
         try:
             code = str(ast.literal_eval(text))

@@ -14,7 +14,7 @@ import ast
 import contextlib
 from typing import Any, Protocol
 
-from raydap.adapter import State, Upstream, UpstreamError
+from raydap.adapter import State, Upstream, UpstreamError, in_worker
 from raydap.bridge.cluster.dashboard import ActorRow, TaskRow
 from raydap.bridge.workers import ranks
 from raydap.bridge.workers.records import BreakpointRecord
@@ -23,17 +23,6 @@ SERVE_PREFIX = "ServeReplica:"
 #: How deep a paused actor's stack is searched for the method its task names.
 MAX_STACK = 200
 TRAIN_WORKER = "RayTrainWorker"
-#: Evaluated in a paused child process of a worker: what it is (``DataLoader worker 1``, or
-#: its multiprocessing name and target, ``Process-2 child_loop``), read-only.
-CHILD_NAME = (
-    "(lambda mp, data: 'DataLoader worker %d' % data.get_worker_info().id"
-    " if data is not None and data.get_worker_info() is not None"
-    " else ' '.join(filter(None, [mp.current_process().name, getattr(getattr("
-    "mp.current_process(), '_target', None), '__qualname__', '')])))"
-    "(__import__('multiprocessing'), __import__('sys').modules.get('torch.utils.data'))"
-)
-#: Evaluated in a paused Train worker's frame: its world rank.
-TRAIN_RANK = "__import__('ray.train', fromlist=['get_context']).get_context().get_world_rank()"
 
 
 class RayState(Protocol):
@@ -150,7 +139,8 @@ async def _train_worker(actor: ActorRow, upstream: Upstream) -> dict[str, Any]:
         _, frames = await upstream.stack(levels=1)
         function = str(frames[0].get("name") or function)
         answer = await upstream.request(
-            "evaluate", {"expression": TRAIN_RANK, "frameId": frames[0]["id"], "context": "watch"}
+            "evaluate",
+            {"expression": in_worker.TRAIN_RANK, "frameId": frames[0]["id"], "context": "watch"},
         )
         if answer.success:
             rank = int(ast.literal_eval(str((answer.body or {}).get("result"))))
@@ -168,7 +158,8 @@ async def _child_names(upstream: Upstream) -> dict[str, Any]:
     with contextlib.suppress(UpstreamError, IndexError, KeyError, ValueError, SyntaxError):
         _, frames = await upstream.stack(levels=1)
         answer = await upstream.request(
-            "evaluate", {"expression": CHILD_NAME, "frameId": frames[0]["id"], "context": "watch"}
+            "evaluate",
+            {"expression": in_worker.CHILD_NAME, "frameId": frames[0]["id"], "context": "watch"},
         )
         name = ast.literal_eval(str((answer.body or {}).get("result"))) if answer.success else ""
         if isinstance(name, str) and name.strip():
@@ -198,7 +189,8 @@ async def _probe_rank(upstream: Upstream) -> int | None:
     with contextlib.suppress(UpstreamError, IndexError, KeyError):
         _, frames = await upstream.stack(levels=1)
         answer = await upstream.request(
-            "evaluate", {"expression": ranks.PROBE, "frameId": frames[0]["id"], "context": "watch"}
+            "evaluate",
+            {"expression": in_worker.RANK, "frameId": frames[0]["id"], "context": "watch"},
         )
         if answer.success:
             return ranks.rank_from_probe(str((answer.body or {}).get("result")))

@@ -5,7 +5,7 @@ fact Ray or the job already keeps (nothing here asks the job to change):
 
 - ``RANK`` in the worker's environment (torchrun's convention, and what a job sets through a
   runtime env's ``env_vars`` for ``init_process_group("env://")``);
-- ``torch.distributed``'s own rank, asked of a paused worker (:data:`PROBE`);
+- ``torch.distributed``'s own rank, asked of a paused worker (``in_worker.RANK``);
 - verl's worker groups: actors named ``<prefix>WorkerDict_<pg>:<rank>`` whose colocated
   methods are ``<role>_<method>`` (``critic_compute_values``);
 - Ray Train's world rank (asked by :mod:`.naming`).
@@ -30,14 +30,6 @@ VERL_ROLES = (
     "reward", "rm",
 )  # fmt: skip
 
-#: Evaluated in a paused worker's frame: its torch.distributed rank if a process group is up,
-#: else ``RANK`` from its environment, else None. Reads only; imports nothing new.
-PROBE = (
-    "(lambda d, env: d.get_rank() if d is not None and d.is_available() and d.is_initialized()"
-    " else (int(env['RANK']) if env.get('RANK', '').isdigit() else None))"
-    "(__import__('sys').modules.get('torch.distributed'), __import__('os').environ)"
-)
-
 MAX_RANK = 10_000_000
 
 
@@ -50,7 +42,7 @@ def rank_from_environment(environment: Mapping[str, str]) -> int | None:
 
 
 def rank_from_probe(answer: str) -> int | None:
-    """The :data:`PROBE`'s answer as debugpy shows it (``'3'`` or ``'None'``)."""
+    """The answer to ``in_worker.RANK`` as debugpy shows it (``'3'`` or ``'None'``)."""
     answer = answer.strip()
     return int(answer) if answer.isdigit() and int(answer) < MAX_RANK else None
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raydap.adapter.mux import MAX_SOURCE_BYTES
+from raydap.adapter import in_worker
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.pdb import evaluation, source
 from raydap.bridge.client.pdb.breakpoints import BreakpointTable
@@ -221,10 +221,7 @@ class Debugger:
         elif path and (local := await asyncio.to_thread(_read_local, path)) is not None:
             text = local
         elif path:
-            reader = (
-                f"(lambda p: p.read_text(errors='replace') if p.stat().st_size <= "
-                f"{MAX_SOURCE_BYTES} else None)(__import__('pathlib').Path({path!r}))"
-            )
+            reader = in_worker.read_file(path)
             answer = await self.evaluate(reader, frame_id=int(frame["id"]), context="clipboard")
             text = evaluation.decode(answer) if answer is not None else None
         self._sources[path] = text.splitlines() if text else None
