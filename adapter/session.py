@@ -141,7 +141,7 @@ class ClientSession:
         finally:
             self._leave()
             self._outbox.put_nowait(None)
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(asyncio.TimeoutError, OSError):  # a client that reads no more
                 await asyncio.wait_for(writer, 5.0)
             for task in self._tasks:
                 task.cancel()

@@ -304,9 +304,10 @@ class Upstream:
             reason = self.close_reason or "closed"
             raise
         finally:
-            with contextlib.suppress(Exception):
-                await self.channel.close()
-            self._closed(self._detaching or reason)
+            try:
+                await self.channel.close()  # a channel's close swallows its socket's errors
+            finally:
+                self._closed(self._detaching or reason)
 
     def _on_answer(self, request: Request, response: Response) -> None:
         # Applied here, in wire order: the worker may stop again right after resuming, and

@@ -183,7 +183,8 @@ class DapClient:
 
     async def close(self) -> None:
         if not self.closed:
-            with contextlib.suppress(Exception):
+            # A bridge that is gone, slow or refusing: the connection closes all the same.
+            with contextlib.suppress(asyncio.TimeoutError, OSError, DapRequestFailed):
                 await self.request("disconnect", {"terminateDebuggee": False}, timeout=5)
         await self.channel.close()
         self._reader.cancel()

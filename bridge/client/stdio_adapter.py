@@ -145,7 +145,7 @@ async def relay(
         for side in sides:
             side.cancel()
         bridge_out.close()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(OSError):  # the editor closed its end first
             await editor_out.drain()
     return 0
 

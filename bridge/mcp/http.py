@@ -10,7 +10,6 @@ the bridge leaves no session behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
@@ -19,6 +18,8 @@ from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from raydap.bridge.mcp.server import CLIENT_KEY, TOKEN_KEY, Caller
+
+log = logging.getLogger(__name__)
 
 #: Largest request body (one JSON-RPC message); the SDK answers 413 past it.
 MAX_BODY_BYTES = 256 * 1024
@@ -53,8 +54,12 @@ class McpEndpoint:
     async def stop(self) -> None:
         self._stop.set()
         if self._running is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(self._running, 5)
+            except asyncio.TimeoutError:
+                log.warning("the MCP server did not stop within 5 s")
+            except Exception:  # its own failure, whatever the SDK raised: said, not raised
+                log.exception("the MCP server failed as it stopped")
 
     async def handle(self, request: web.Request, token: Caller) -> web.StreamResponse:
         extra = {TOKEN_KEY: token, CLIENT_KEY: request.remote or "?"}

@@ -228,6 +228,6 @@ def run_terminal(
         return Console(loop, debugger).run()
     finally:
         history.save()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(concurrent.futures.TimeoutError, OSError):
             loop.call(client.close(), timeout=10)
         loop.stop()

@@ -11,6 +11,7 @@ Ray's legacy pdb takes one connection only: once it closes, pdb quits (the task 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import re
@@ -152,7 +153,7 @@ def relay(bridge: BridgeTarget, record_id: str) -> int:
         return 0
     finally:
         history.save()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(concurrent.futures.TimeoutError, OSError):
             loop.call(socket.close(), timeout=5)
         pumping.cancel()
         loop.stop()
