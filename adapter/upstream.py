@@ -355,9 +355,13 @@ class Upstream:
             self.on_process_groups(body)
         elif name == "terminated":
             # debugpy's adapter says so when the worker process dies, but keeps the socket
-            # open: the worker is gone all the same. It says so too in answer to the bridge's
-            # own ``disconnect``: then the reason is the bridge's.
-            self._spawn(self.close(self._detaching or "the worker process exited"))
+            # open: the worker is gone all the same. It says so too while it handles the
+            # bridge's own ``disconnect``, before it answers: closing then made its answer
+            # fail, and a failed handler ends debugpy's adapter (``os._exit(1)`` in its
+            # messaging), leaving the worker's next ``breakpoint()`` waiting on a port that
+            # refuses. So a detach closes once answered (:meth:`detach`), not here.
+            if not self._detaching:
+                self._spawn(self.close("the worker process exited"))
             return
         if name in PRIVATE_EVENTS or (name == "output" and body.get("category") == "telemetry"):
             return

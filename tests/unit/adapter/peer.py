@@ -32,6 +32,8 @@ class ScriptedPeer:
         self.received: list[str] = []
         #: Commands whose answer (and everything after it) waits until their event is set.
         self.holding: dict[str, asyncio.Event] = {}
+        #: Whether the bridge's ``disconnect`` could be answered: None until one came.
+        self.disconnect_answered: bool | None = None
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.append(writer)
@@ -54,6 +56,15 @@ class ScriptedPeer:
                     self.write(response_to(request, {"breakpoints": self._verify(request.args)}))
                 elif request.command == "stackTrace":
                     self.write(response_to(request, {"stackFrames": [FRAME], "totalFrames": 1}))
+                elif request.command == "disconnect":
+                    # As debugpy's adapter: "terminated" first, the answer once the worker
+                    # was told (a moment later); a connection closed by then makes its
+                    # answer fail, which ends debugpy's adapter.
+                    self.write(event("terminated"))
+                    await writer.drain()
+                    self.disconnect_answered = not await _closed_within(reader, 0.3)
+                    if self.disconnect_answered:
+                        self.write(response_to(request))
                 else:
                     self.write(response_to(request, {}))
             await writer.drain()
@@ -75,6 +86,14 @@ class ScriptedPeer:
             self._seq += 1
             data += encode(message, self._seq)
         self._writers[-1].write(data)
+
+
+async def _closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
+    """Whether the other end closes within ``seconds`` (a bounded wait for nothing to happen)."""
+    try:
+        return await asyncio.wait_for(reader.read(1), seconds) == b""
+    except asyncio.TimeoutError:
+        return False
 
 
 @asynccontextmanager
