@@ -44,8 +44,6 @@ from raydap.protocol import command as command_info
 
 log = logging.getLogger(__name__)
 
-#: Files larger than this are not fetched from workers for clients that cannot open them.
-
 
 @dataclass(eq=False)
 class Worker:

@@ -127,9 +127,12 @@ class JobWatch:
     def _stacks_moved(self, now: float) -> float:
         return max((at for _, at in self._seen.values()), default=now)
 
+    def _last_moved(self, now: float) -> float:
+        """When something last moved: its ranks' stacks, or the collectives they count."""
+        return max(self._stacks_moved(now), self._counted_on)
+
     def still_for(self, now: float) -> float:
-        """How long nothing moved: its ranks' stacks, or the collectives they count."""
-        return now - max(self._stacks_moved(now), self._counted_on)
+        return now - self._last_moved(now)
 
     def stacks_still_for(self, now: float) -> float:
         return now - self._stacks_moved(now)
@@ -145,7 +148,7 @@ class JobWatch:
             before = self._seen.get(sample.worker)
             seen[sample.worker] = before if before and before[0] == where else (where, now)
         self._seen = seen  # a worker that left is forgotten
-        last_moved = max(max((at for _, at in seen.values()), default=now), self._counted_on)
+        last_moved = self._last_moved(now)
         groups = _groups(samples)
         waiting = [g for g in groups if g.wait is not None]
         stalled = bool(samples) and now - last_moved >= hang_after and bool(waiting)
