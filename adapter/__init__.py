@@ -1,14 +1,15 @@
 """DAP session logic: one upstream connection per worker, any number of client sessions."""
 
 from raydap.adapter.capabilities import bridge_capabilities
-from raydap.adapter.channel import Channel, StreamChannel, open_tcp_channel
+from raydap.adapter.channel import Channel, StreamChannel, adopt_tcp_channel, open_tcp_channel
 from raydap.adapter.mux import SingleWorker, Worker, WorkerFeed, WorkerMux
 from raydap.adapter.phases import Phase
 from raydap.adapter.session import AttachError, ClientSession
-from raydap.adapter.upstream import State, Upstream, UpstreamClosed, UpstreamError
+from raydap.adapter.upstream import Carried, State, Upstream, UpstreamClosed, UpstreamError
 
 __all__ = [
     "AttachError",
+    "Carried",
     "Channel",
     "ClientSession",
     "Phase",
@@ -21,6 +22,7 @@ __all__ = [
     "Worker",
     "WorkerFeed",
     "WorkerMux",
+    "adopt_tcp_channel",
     "bridge_capabilities",
     "open_tcp_channel",
 ]

@@ -13,7 +13,7 @@ import contextlib
 import socket
 from collections import deque
 from ssl import SSLContext
-from typing import Protocol
+from typing import Protocol, cast
 
 from raydap.protocol import DEFAULT_LIMITS, Decoder, Event, Limits, Request, Response, encode
 
@@ -52,11 +52,14 @@ class StreamChannel:
         writer: asyncio.StreamWriter,
         limits: Limits = DEFAULT_LIMITS,
         peer: str | None = None,
+        unread: bytes = b"",
     ) -> None:
+        """``unread``: bytes this connection received before (in another process), delivered
+        before anything read from the reader."""
         self._reader = reader
         self._writer = writer
         self._decoder = Decoder(limits)
-        self._pending: deque[Message] = deque()
+        self._pending: deque[Message] = deque(self._decoder.feed(unread))
         address = writer.get_extra_info("peername")
         self.peer = peer or (f"{address[0]}:{address[1]}" if address else "?")
         set_nodelay(writer)
@@ -75,11 +78,38 @@ class StreamChannel:
         self._writer.write(encode(message, seq))
         await self._writer.drain()
 
+    def lend(self) -> tuple[int, bytes]:
+        """Stop reading and give what another process needs to go on with this connection:
+        its socket's descriptor (to pass over a Unix socket) and the bytes read but not yet
+        delivered. Only between messages: nothing decoded may be waiting to be received."""
+        if self._pending:
+            raise RuntimeError(f"{self.peer}: messages are waiting to be received")
+        self._transport.pause_reading()
+        # asyncio keeps what it read ahead in the reader's buffer, with no public way to take
+        # it without consuming it; the connection is being lent, so it is copied, not read.
+        read_ahead = bytes(self._reader._buffer)  # type: ignore[attr-defined]
+        return self._writer.get_extra_info("socket").fileno(), read_ahead + self._decoder.unread()
+
+    def take_back(self) -> None:
+        """The lend did not go through: read again, from where reading stopped."""
+        self._transport.resume_reading()
+
+    @property
+    def _transport(self) -> asyncio.Transport:
+        return cast(asyncio.Transport, self._writer.transport)
+
     async def close(self) -> None:
         if not self._writer.is_closing():
             self._writer.close()
         with contextlib.suppress(ConnectionError, OSError):
             await self._writer.wait_closed()
+
+
+async def adopt_tcp_channel(sock: socket.socket, unread: bytes, peer: str) -> StreamChannel:
+    """Go on with a connection another process lent (:meth:`StreamChannel.lend`): ``unread``
+    is delivered before anything read from the socket."""
+    reader, writer = await asyncio.open_connection(sock=sock, limit=2**20)
+    return StreamChannel(reader, writer, peer=peer, unread=unread)
 
 
 async def open_tcp_channel(

@@ -30,6 +30,11 @@ class RequestEngine:
         self._pending: dict[int, tuple[asyncio.Future[Response], Request]] = {}
         self._closed: BaseException | None = None
 
+    @property
+    def waiting(self) -> int:
+        """How many requests wait for their answer."""
+        return len(self._pending)
+
     async def send(self, message: Request | Response | Event) -> int:
         """Number and send any message (an event, a response to a reverse request)."""
         if self._closed is not None:

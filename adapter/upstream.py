@@ -15,11 +15,12 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from raydap.adapter.breakpoints import WorkerBook
 from raydap.adapter.cache import Key, StopCache, answer_for
-from raydap.adapter.channel import Channel
+from raydap.adapter.channel import Channel, StreamChannel
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
 from raydap.adapter.ray_hook import (
     DROP_TAGS_STATEMENT,
@@ -32,7 +33,7 @@ from raydap.adapter.ray_hook import (
 from raydap.adapter.requests import RequestEngine
 from raydap.adapter.stops import Stops
 from raydap.live.collectives import EVENT as PROCESS_GROUPS_EVENT
-from raydap.protocol import Event, ProtocolError, Request, Response, Route, event
+from raydap.protocol import Event, ProtocolError, Request, Response, Route, event, parse_message
 from raydap.protocol import command as command_info
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,21 @@ class State(enum.Enum):
     STOPPED = "stopped"
     RUNNING = "running"
     CLOSED = "closed"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What another bridge process needs to go on with a worker's connection it is handed
+    (``raydap serve --replace``): the worker's debugpy state, as plain values."""
+
+    capabilities: dict[str, Any]
+    #: The ``stopped`` events in force, oldest first, in their wire form.
+    stops: list[dict[str, Any]]
+    process_event: dict[str, Any] | None
+    stops_in_ray_hook: bool | None
+    child_pid: int | None
+    #: Bytes the worker sent that no message was made of yet.
+    unread: bytes
 
 
 class Client(Protocol):
@@ -105,6 +121,7 @@ class Upstream:
         self._first_stop = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
         self._detaching = ""  # why, while detaching
+        self._lent = False  # lent to another process (:meth:`lend`): reading stopped
         self._background: set[asyncio.Future[Any]] = set()
         #: Told of every breakpoint configuration the worker accepted (``setBreakpoints`` and
         #: the like, as sent to it), so the bridge can keep what a live worker has.
@@ -140,6 +157,71 @@ class Upstream:
     def start(self) -> None:
         """Begin reading from the worker."""
         self._reader = asyncio.create_task(self._read_loop(), name=f"upstream {self.name}")
+
+    @classmethod
+    def adopt(cls, channel: Channel, carried: Carried, *, name: str, **options: Any) -> Upstream:
+        """A connection another bridge process held (:meth:`lend`), attached and standing
+        where it stood there. Its owner wires it up, then calls :meth:`start`."""
+        upstream = cls(channel, name=name, child_pid=carried.child_pid, **options)
+        upstream.capabilities = dict(carried.capabilities)
+        for wire in carried.stops:
+            stop = parse_message(wire)
+            if isinstance(stop, Event):
+                upstream.stops.stopped(stop)
+        if carried.process_event is not None:
+            process = parse_message(carried.process_event)
+            upstream.process_event = process if isinstance(process, Event) else None
+        upstream.stops_in_ray_hook = carried.stops_in_ray_hook
+        upstream._attached = True
+        upstream._initialized.set()
+        upstream._first_stop.set()
+        return upstream
+
+    @property
+    def quiet(self) -> bool:
+        """Whether nothing is under way with the worker: no request waits for its answer, no
+        stop is being settled or shown, no breakpoints are being set."""
+        return not (
+            self._requests.waiting or self._background or self._settling or self._configuring
+        )
+
+    async def lend(self) -> tuple[int, Carried]:
+        """Stop reading, between two messages, and give the socket's descriptor and the state
+        another process needs to go on (:meth:`adopt`). Requests fail while it is lent. Raises
+        UpstreamError if something is under way, or for a connection that cannot be lent."""
+        if self.state is State.CLOSED:
+            raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
+        if not isinstance(self.channel, StreamChannel) or self._reader is None:
+            raise UpstreamError(f"{self.name}: its connection cannot be handed over")
+        if not self.quiet:
+            raise UpstreamError(f"{self.name} is busy (a request or a stop is under way)")
+        self._lent = True
+        self._reader.cancel()
+        await asyncio.gather(self._reader, return_exceptions=True)
+        if self._is_closed:
+            raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
+        descriptor, unread = self.channel.lend()
+        return descriptor, Carried(
+            capabilities=dict(self.capabilities),
+            stops=[stop.to_dict() for stop in self.stops.values()],
+            process_event=self.process_event.to_dict() if self.process_event else None,
+            stops_in_ray_hook=self.stops_in_ray_hook,
+            child_pid=self.child_pid,
+            unread=unread,
+        )
+
+    def take_back(self) -> None:
+        """The hand-over failed: read again from where :meth:`lend` stopped."""
+        if self._lent and isinstance(self.channel, StreamChannel):
+            self._lent = False
+            self.channel.take_back()
+            self.start()
+
+    async def abandon(self, reason: str) -> None:
+        """The hand-over succeeded: close this process's end of the socket, which the other
+        process holds as well, so the worker sees no disconnect and stays where it is."""
+        await self.channel.close()
+        self._closed(reason)
 
     async def handshake(
         self,
@@ -269,6 +351,8 @@ class Upstream:
         """One request and its response, uncached."""
         if self.state is State.CLOSED:
             raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
+        if self._lent:
+            raise UpstreamError(f"{self.name} is being handed to a new bridge: try again")
         started = time.perf_counter()
         ok = False
         try:
@@ -304,10 +388,11 @@ class Upstream:
             reason = self.close_reason or "closed"
             raise
         finally:
-            try:
-                await self.channel.close()  # a channel's close swallows its socket's errors
-            finally:
-                self._closed(self._detaching or reason)
+            if not self._lent:  # a lent connection stays open, for the process it goes to
+                try:
+                    await self.channel.close()  # a channel's close swallows its socket's errors
+                finally:
+                    self._closed(self._detaching or reason)
 
     def _on_answer(self, request: Request, response: Response) -> None:
         # Applied here, in wire order: the worker may stop again right after resuming, and

@@ -40,6 +40,14 @@ class Decoder:
         """Bytes received but not yet part of a whole message."""
         return len(self._buffer)
 
+    def unread(self) -> bytes:
+        """The bytes received but not yet part of a whole message, framed as they came (a
+        header already read is written back): what another decoder, in another process, goes
+        on from when a connection is handed over."""
+        if self._body_length is None:
+            return bytes(self._buffer)
+        return b"Content-Length: %d\r\n\r\n" % self._body_length + bytes(self._buffer)
+
     def feed(self, data: bytes) -> list[Request | Response | Event]:
         """Add bytes; return the messages they complete, in order."""
         self._buffer += data

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -21,6 +22,7 @@ from raydap.adapter.quirks import exception_line
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
 from raydap.bridge.client.render import breakpoints_table, table
 from raydap.bridge.client.render_stacks import hang_report, saved_report, stack_tree
+from raydap.bridge.server.replace import reload_command
 from raydap.bridge.server.settings import Settings, cli_fields
 
 if TYPE_CHECKING:
@@ -84,6 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(RAYDAP_DAP_PORT=7801); RAYDAP_TOKEN adds a debug token.",
     )
     _settings_flags(serve)
+    serve.add_argument(
+        "--replace",
+        nargs="?",
+        const=-1,
+        type=int,
+        metavar="PID",
+        help="take over from the bridge running here (or the one with this pid): its ports "
+        "and every held worker, paused ones staying paused; it exits once this one serves",
+    )
 
     listing = commands.add_parser("list", help="list paused workers")
     listing.add_argument(
@@ -249,23 +260,59 @@ def cmd_serve(args: argparse.Namespace) -> int:
               "of this machine, and web pages through DNS rebinding if the Host check is "
               "bypassed) can run code in every paused Ray worker", file=sys.stderr)  # fmt: skip
     _raise_open_file_limit()
-    return asyncio.run(serve_until_stopped(bridge))
+    replace = None if args.replace is None else (args.replace if args.replace > 0 else 0)
+    return asyncio.run(
+        serve_until_stopped(
+            bridge, replace=replace, reload_command=reload_command(sys.argv[1:], os.getpid())
+        )
+    )
 
 
-async def serve_until_stopped(bridge: Bridge) -> int:
-    """Start the bridge and serve until SIGINT or SIGTERM (what `raydap serve` does)."""
+async def serve_until_stopped(
+    bridge: Bridge, *, replace: int | None = None, reload_command: list[str] | None = None
+) -> int:
+    """Start the bridge and serve until SIGINT or SIGTERM (what `raydap serve` does), or until
+    a new bridge takes over. ``replace``: take over from the running bridge (0: the only one
+    here). ``reload_command``: what SIGHUP starts to take over from this one."""
+    from raydap.bridge.server import handover, supervisor
+    from raydap.bridge.server.replace import Reloader, bridge_to_replace
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if reload_command is not None:
+        loop.add_signal_handler(signal.SIGHUP, Reloader(reload_command, bridge.replaced).reload)
+    received = None
+    if replace is not None:
+        try:
+            path = bridge_to_replace(bridge.settings.runtime_dir, replace or None)
+            received = await asyncio.to_thread(handover.take, path)
+        except (handover.HandoverError, OSError, ValidationError) as exc:
+            print(f"raydap: cannot replace the running bridge: {exc}", file=sys.stderr)
+            return 2
     try:
-        await bridge.start()
-    except OSError as exc:
-        print(f"raydap: cannot listen: {exc}", file=sys.stderr)
-        return 2
+        await bridge.start(received)
+    except BaseException as exc:
+        if received is not None:
+            received.close()  # the old bridge takes everything back
+        await bridge.stop()
+        if isinstance(exc, OSError):
+            print(f"raydap: cannot listen: {exc}", file=sys.stderr)
+            return 2
+        raise
     try:
+        if received is not None:
+            await asyncio.to_thread(received.acknowledge)
+            print(f"raydap: took over from pid {received.offer.pid} with "
+                  f"{len(received.offer.workers)} workers held", file=sys.stderr)  # fmt: skip
+        supervisor.ready()
         print(serve_banner(bridge), flush=True)
-        await stop.wait()
+        stopping = asyncio.ensure_future(stop.wait())
+        replaced = asyncio.ensure_future(bridge.replaced.wait())
+        await asyncio.wait({stopping, replaced}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        replaced.cancel()
     finally:
         await bridge.stop()
     return 0

@@ -9,13 +9,14 @@ import functools
 import importlib.metadata
 import logging
 import os
+import socket
 import ssl
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from raydap.adapter import AttachError, bridge_capabilities
+from raydap.adapter import AttachError, UpstreamError, adopt_tcp_channel, bridge_capabilities
 from raydap.bridge.cluster import ray_auth
 from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.discovery import Discovery
@@ -27,7 +28,7 @@ from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.mcp.desk import Desk
 from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.mcp.server import make_server
-from raydap.bridge.server import connection_file
+from raydap.bridge.server import connection_file, handover, supervisor
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token, tokens_for
 from raydap.bridge.server.browser import BrowserGuard
@@ -46,6 +47,15 @@ from raydap.bridge.workers.outside_pause import OutsidePause
 from raydap.bridge.workers.registry import Registry
 
 log = logging.getLogger(__name__)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on the first address ``host`` names (a socket the bridge owns,
+    so it can hand it to the process that replaces it)."""
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    return socket.create_server(address, family=family, backlog=128)
 
 
 class Bridge:
@@ -137,6 +147,10 @@ class Bridge:
         self.connection_file: Path | None = None
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._listeners: dict[str, socket.socket] = {}
+        self._giver: handover.Giver | None = None
+        #: Set once a new bridge process took over: this one is to exit.
+        self.replaced = asyncio.Event()
 
     @property
     def url(self) -> str:
@@ -183,8 +197,9 @@ class Bridge:
             status["reason"] = self.discovery.problem
         return status
 
-    async def start(self) -> None:
-        """Bind both listeners and start discovering; returns once they accept connections."""
+    async def start(self, received: handover.Received | None = None) -> None:
+        """Bind both listeners and start discovering; returns once they accept connections.
+        ``received``: what the bridge this one replaces handed over (listeners, workers)."""
         services = Services(
             holder=self.holder,
             status=self.status,
@@ -207,11 +222,52 @@ class Bridge:
         self._runner = web.AppRunner(make_app(services, guard), access_log=None)
         await self._runner.setup()
         tls = self.ssl_context()
-        site = web.TCPSite(self._runner, settings.host, settings.port, ssl_context=tls)
+        if received is None:
+            self._listeners = {
+                "http": listen(settings.host, settings.port),
+                "dap": listen(settings.host, settings.dap_port),
+            }
+        else:
+            offer = received.offer
+            self._listeners = {
+                "http": received.sockets[offer.http],
+                "dap": received.sockets[offer.dap],
+            }
+        site = web.SockSite(self._runner, self._listeners["http"], ssl_context=tls)
         await site.start()
         bound = self._runner.addresses[0]
         self.http_address = (str(bound[0]), int(bound[1]))
-        self.dap_address = await self.dap.start(settings.host, settings.dap_port, tls)
+        self.dap_address = await self.dap.start(ssl=tls, sock=self._listeners["dap"])
+        if received is not None:
+            kept = received.offer.generated_token
+            if kept is not None and self._generated_token is not None:
+                self.auth.tokens = [Token("generated", "debug", kept)]
+            for worker in received.offer.workers:
+                record = worker.record
+                channel = await adopt_tcp_channel(
+                    received.sockets[worker.descriptor],
+                    worker.unread,
+                    peer=f"{record.node_ip}:{record.debugger_port}",
+                )
+                self.holder.adopt(record, channel, worker.carried())
+        self._start_work()
+        self._giver = handover.Giver(
+            handover.socket_path(settings.runtime_dir, os.getpid()),
+            lend=self._lend,
+            taken=self._taken,
+            kept=self._kept,
+        )
+        self._giver.start()
+        self.connection_file = connection_file.write(
+            settings.runtime_dir,
+            connection_file.Connection(
+                url=self.url, dap_port=self.dap_address[1], token=self.debug_secret, pid=os.getpid()
+            ),
+        )
+
+    def _start_work(self) -> None:
+        """Discovery and the loops that watch workers: stopped while workers are lent."""
+        settings = self.settings
         self._tasks = [
             asyncio.create_task(self.discovery.run(), name="discovery"),
             asyncio.create_task(self._expire_loop(), name="hold timeout"),
@@ -226,12 +282,59 @@ class Bridge:
                 self.cluster.gcs_address, functools.partial(legacy_records.reconcile, self.registry)
             )
             self._tasks.append(asyncio.create_task(legacy.run(), name="legacy pdb discovery"))
-        self.connection_file = connection_file.write(
-            settings.runtime_dir,
-            connection_file.Connection(
-                url=self.url, dap_port=self.dap_address[1], token=self.debug_secret, pid=os.getpid()
-            ),
+
+    async def _stop_work(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    # -- handing over to a new bridge process (:mod:`.handover`) ----------------------------
+
+    async def _lend(self, pid: int) -> handover.Lent:
+        """Stop this bridge's work and lend its listeners and every worker's connection."""
+        why = (
+            f"raydap: this bridge (pid {os.getpid()}) is being replaced by pid {pid}: "
+            "attach again in a moment"
         )
+        await self._stop_work()
+        try:
+            lent = await self.holder.lend_all(why)
+        except UpstreamError as exc:
+            self._start_work()
+            raise handover.HandoverError(str(exc)) from None
+        descriptors = [self._listeners["http"].fileno(), self._listeners["dap"].fileno()]
+        workers = []
+        for record, descriptor, carried in lent:
+            workers.append(handover.handed_worker(record, len(descriptors), carried))
+            descriptors.append(descriptor)
+        offer = handover.Offer(
+            version=handover.VERSION,
+            pid=os.getpid(),
+            http=0,
+            dap=1,
+            workers=workers,
+            descriptors=len(descriptors),
+            generated_token=self._generated_token,
+        )
+        return handover.Lent(offer, descriptors)
+
+    async def _taken(self, pid: int) -> None:
+        await self.holder.abandon_all(f"raydap: the bridge was replaced by pid {pid}")
+        supervisor.main_pid_moved(pid)
+        self.replaced.set()
+
+    async def _kept(self, why: str) -> None:
+        log.warning("%s; serving on", why)
+        self.holder.take_back_all()
+        self._start_work()
+
+    @property
+    def _generated_token(self) -> str | None:
+        tokens = self.auth.tokens
+        return tokens[0].secret if len(tokens) == 1 and tokens[0].name == "generated" else None
 
     @property
     def debug_secret(self) -> str | None:
@@ -247,11 +350,9 @@ class Bridge:
         """Stop listening and detach from every worker, so they all run on."""
         if self.connection_file is not None:
             connection_file.remove(self.connection_file)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._giver is not None:
+            await self._giver.close()
+        await self._stop_work()
         await self.dap.close()
         await self.outside_pause.close()
         if self.live is not None:

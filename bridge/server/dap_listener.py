@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Callable
 from ssl import SSLContext
 from typing import Any
@@ -35,8 +36,18 @@ class DapListener:
         self.sessions: set[ClientSession] = set()
         self._server: asyncio.Server | None = None
 
-    async def start(self, host: str, port: int, ssl: SSLContext | None = None) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._serve, host, port, limit=2**20, ssl=ssl)
+    async def start(
+        self,
+        host: str | None = None,
+        port: int | None = None,
+        ssl: SSLContext | None = None,
+        *,
+        sock: socket.socket | None = None,
+    ) -> tuple[str, int]:
+        """Listen on ``host:port``, or on a socket already listening (``sock``)."""
+        self._server = await asyncio.start_server(
+            self._serve, host, port, limit=2**20, ssl=ssl, sock=sock
+        )
         bound = self._server.sockets[0].getsockname()
         return str(bound[0]), int(bound[1])
 

@@ -133,6 +133,20 @@ async def count_refusals(
 
 
 @web.middleware
+async def refuse_while_handing_over(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """While a new bridge takes over (a second or so), what acts on workers is refused with
+    why and when to retry, rather than half done; reading goes on."""
+    why = request.app[SERVICES].holder.handing_over
+    if why and request.method == "POST" and request.path.startswith("/api/"):
+        error = _error(web.HTTPServiceUnavailable, why)
+        error.headers["Retry-After"] = "2"
+        raise error
+    return await handler(request)
+
+
+@web.middleware
 async def authenticate(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
 ) -> web.StreamResponse:
@@ -413,7 +427,7 @@ async def events_socket(request: web.Request) -> web.StreamResponse:
 def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY_BYTES,
-        middlewares=[count_refusals, guard_browsers, authenticate],
+        middlewares=[count_refusals, guard_browsers, authenticate, refuse_while_handing_over],
     )
     app[SERVICES] = services
     app[GUARD] = guard

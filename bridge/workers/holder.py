@@ -16,7 +16,15 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from raydap.adapter import AttachError, State, Upstream, UpstreamError, open_tcp_channel
+from raydap.adapter import (
+    AttachError,
+    Carried,
+    Channel,
+    State,
+    Upstream,
+    UpstreamError,
+    open_tcp_channel,
+)
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.keeper import RecordKeeper
@@ -93,6 +101,8 @@ class Holder:
         self._failed_at: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.live_hooks: LiveHooks | None = None
+        #: Why no worker is handed out: set while the workers are lent to a new bridge.
+        self.handing_over = ""
 
     # -- discovery side ---------------------------------------------------------------------
 
@@ -213,6 +223,11 @@ class Holder:
             waiter.set_exception(AttachError(f"{record.label} left with its parent"))
             waiter.exception()
             return
+        self._held(record, upstream)
+        waiter.set_result(upstream)
+
+    def _held(self, record: BreakpointRecord, upstream: Upstream) -> None:
+        """A worker's connection is ready: hand it out from now on."""
         if record.live:
             self.policy.keep(record.id)
             if record.parent is None:
@@ -222,7 +237,6 @@ class Holder:
         self.upstreams[record.id] = upstream
         self.policy.touch(record.id)
         log.info("holding %s (%s)%s", record.id, record.label, " live" if record.live else "")
-        waiter.set_result(upstream)
         self._changed(record.id, upstream)
 
     async def _connect(
@@ -243,14 +257,8 @@ class Holder:
         except (OSError, asyncio.TimeoutError) as exc:
             raise UpstreamError(f"cannot connect to its debugpy: {exc!r}") from None
         child_pid = record.pid if record.parent is not None else None
-        upstream = Upstream(
-            channel,
-            name=record.label,
-            request_timeout=self.request_timeout,
-            on_change=lambda u: self._changed(record.id, u),
-            observe=self._observe_request,
-            child_pid=child_pid,
-        )
+        options = self._options(record)
+        upstream = Upstream(channel, name=record.label, child_pid=child_pid, **options)
         upstream.stops_in_ray_hook = stops_in_ray_hook
         # Set before the handshake: debugpy names waiting children as soon as it is done.
         upstream.on_child = lambda pid: self.hold_child(record.id, pid)
@@ -271,6 +279,13 @@ class Holder:
             await upstream.close("handshake failed")
             raise
         return upstream
+
+    def _options(self, record: BreakpointRecord) -> dict[str, Any]:
+        return {
+            "request_timeout": self.request_timeout,
+            "on_change": lambda upstream: self._changed(record.id, upstream),
+            "observe": self._observe_request,
+        }
 
     def _changed(self, rid: str, upstream: Upstream) -> None:
         if self.upstreams.get(rid) is not upstream:
@@ -303,6 +318,8 @@ class Holder:
     async def held_worker(self, id_or_prefix: str) -> tuple[str, Upstream]:
         """The id and connection of the held worker an id or unique prefix names (waiting
         for one still in its handshake), or AttachError saying why there is none."""
+        if self.handing_over:
+            raise AttachError(self.handing_over)
         try:
             record = self.registry.resolve(id_or_prefix)
         except LookupFailed as exc:
@@ -337,6 +354,60 @@ class Holder:
         if not response.success:
             raise ResumeFailed(f"worker {rid} refused to continue: {response.message}")
         return rid
+
+    # -- a new bridge takes over (:mod:`raydap.bridge.server.handover`) ---------------------
+
+    async def lend_all(
+        self, why: str, *, within: float = 10.0
+    ) -> list[tuple[BreakpointRecord, int, Carried]]:
+        """Stop handing workers out, wait until nothing is under way with any of them, and
+        lend every connection (record, socket descriptor, state); raises UpstreamError, with
+        every connection taken back, if that cannot be done within ``within`` seconds."""
+        self.handing_over = why
+        lent: list[tuple[BreakpointRecord, int, Carried]] = []
+        try:
+            deadline = time.monotonic() + within
+            while self._holding or not all(u.quiet for u in self.upstreams.values()):
+                if time.monotonic() > deadline:
+                    busy = [rid for rid, u in self.upstreams.items() if not u.quiet]
+                    raise UpstreamError(
+                        f"workers still busy after {within:g} s: "
+                        f"{', '.join(busy + list(self._holding))}"
+                    )
+                await asyncio.sleep(0.02)
+            for rid, upstream in list(self.upstreams.items()):
+                record = self.registry.get(rid)
+                if record is None or upstream.state is State.CLOSED:
+                    continue
+                descriptor, carried = await upstream.lend()
+                lent.append((record, descriptor, carried))
+        except BaseException:
+            self.take_back_all()
+            raise
+        return lent
+
+    def take_back_all(self) -> None:
+        """The hand-over failed: read every lent connection again and hand workers out."""
+        for upstream in list(self.upstreams.values()):
+            upstream.take_back()
+        self.handing_over = ""
+
+    async def abandon_all(self, why: str) -> None:
+        """The new bridge holds every connection now: close ours, which it keeps open, and
+        forget them without the side effects of a worker leaving."""
+        for rid, upstream in list(self.upstreams.items()):
+            del self.upstreams[rid]
+            self.policy.forget(rid)
+            self.process_groups.forget(rid)
+            await upstream.abandon(why)
+
+    def adopt(self, record: BreakpointRecord, channel: Channel, carried: Carried) -> None:
+        """Hold a worker whose connection an earlier bridge held, as it stood there."""
+        upstream = Upstream.adopt(channel, carried, name=record.label, **self._options(record))
+        upstream.on_child = lambda pid: self.hold_child(record.id, pid)
+        self.registry.put(record.model_copy(update={"clients": 0}))
+        self._held(record, upstream)
+        upstream.start()
 
     # -- upkeep -----------------------------------------------------------------------------
 

@@ -142,3 +142,17 @@ def test_bad_request_error_carries_its_seq_for_an_error_response() -> None:
     with pytest.raises(ProtocolError) as bad_field:
         Decoder().feed(frame(payload))
     assert bad_field.value.request_seq == 7
+
+
+@given(st.integers(min_value=0, max_value=200), st.integers(min_value=1, max_value=3))
+def test_what_a_decoder_has_not_delivered_goes_on_in_another_decoder(cut: int, count: int) -> None:
+    """A connection handed to another process mid-message: the bytes read so far, written
+    back by ``unread``, and the rest make the same messages in a new decoder."""
+    events = [Event(event="output", body={"output": "x" * n}) for n in range(count)]
+    wire = b"".join(encode(message, seq) for seq, message in enumerate(events))
+    cut = min(cut, len(wire))
+    first = Decoder()
+    delivered = first.feed(wire[:cut])
+    second = Decoder()
+    rest = second.feed(first.unread() + wire[cut:])
+    assert [m.to_dict() for m in delivered + rest] == [m.to_dict() for m in Decoder().feed(wire)]
