@@ -4,7 +4,9 @@ worker stays paused at the same stop, under the same id, on the same ports."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,22 +15,52 @@ import pytest
 
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
-from raydap.bridge.server import connection_file, handover
+from raydap.bridge.server import handover
 from tests.conftest import Connect, runtime_dir
-from tests.e2e.conftest import BridgeProcess, Job, break_line, start_bridge, stop_bridge
+from tests.e2e.conftest import (
+    BridgeProcess,
+    Job,
+    break_line,
+    start_bridge,
+    start_job,
+    stop_bridge,
+    stop_job,
+)
 from tests.e2e.test_bridge import evaluate, stopped_frame
+from tests.e2e.test_live import LOOP, SCRIPT, paused_at_loop, running_ranks, wait_workers
 from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
 
+@pytest.fixture(scope="module")
+def head() -> Iterator[LocalRay]:
+    """A head of these tests' own: the session's bridge would hold their workers otherwise
+    (debugpy takes one client)."""
+    with LocalRay(num_cpus=4) as started:
+        yield started
+
+
 @pytest.fixture
-def bridges(ray_head: LocalRay, tmp_path: Path) -> Iterator[Callable[..., BridgeProcess]]:
-    """Start bridges of their own (not the session's); each is stopped at the end."""
+def run_job(head: LocalRay) -> Iterator[Callable[[str], Job]]:
+    jobs: list[Job] = []
+
+    def run(script: str) -> Job:
+        jobs.append(start_job(head.address, script))
+        return jobs[-1]
+
+    yield run
+    for job in jobs:
+        stop_job(job)
+
+
+@pytest.fixture
+def bridges(head: LocalRay, tmp_path: Path) -> Iterator[Callable[..., BridgeProcess]]:
+    """Start bridges on that head; each is stopped at the end."""
     started: list[BridgeProcess] = []
 
     def start(*args: str, log: str = "bridge.log") -> BridgeProcess:
-        started.append(start_bridge(["--address", ray_head.address, *args], tmp_path / log))
+        started.append(start_bridge(["--address", head.address, *args], tmp_path / log))
         return started[-1]
 
     yield start
@@ -80,24 +112,38 @@ async def test_a_replace_keeps_paused_workers_and_their_stops(
 
 
 async def test_sighup_hands_over_to_a_new_process_of_the_same_bridge(
-    bridges: Callable[..., BridgeProcess], run_job: Callable[[str], Job]
+    head: LocalRay, run_job: Callable[[str], Job], tmp_path: Path
 ) -> None:
-    old = bridges(log="old.log")
-    job = run_job("three_squares.py")
-    old.wait_records(job.job_id, 3)
-    before = paused(old, job)
-
-    old.process.send_signal(signal.SIGHUP)
-    assert old.process.wait(timeout=60) == 0, old.log.read_text()[-3000:]
-    [running] = [c for c in connection_file.live_connections(runtime_dir()) if c.url == old.url]
-    assert running.pid != old.process.pid
-    new = BridgeProcess(old.process, old.url, old.dap_host, old.dap_port, old.log, running.token)
+    # As under systemd (Type=notify, NotifyAccess=all): the unit's main pid moves along.
+    manager = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    manager.bind(str(tmp_path / "notify"))
+    manager.settimeout(60)
+    env = dict(os.environ, NOTIFY_SOCKET=str(tmp_path / "notify"))
+    old = start_bridge(["--address", head.address], tmp_path / "bridge.log", env)
+    new_pid = None
     try:
-        assert paused(new, job) == before
-        assert sorted(new.post("/api/v1/continue")["continued"]) == sorted(before)
+        assert manager.recv(4096) == b"READY=1\nSTATUS=serving"
+        job = run_job("three_squares.py")
+        old.wait_records(job.job_id, 3)
+        before = paused(old, job)
+
+        old.process.send_signal(signal.SIGHUP)
+        assert old.process.wait(timeout=60) == 0, old.log.read_text()[-3000:]
+        told = [manager.recv(4096).decode() for _ in range(2)]  # in either order
+        moved = next(m for m in told if m.startswith("MAINPID="))
+        new_pid = int(moved.split("\n")[0].removeprefix("MAINPID="))
+        assert "READY=1\nSTATUS=serving" in told
+        assert new_pid != old.process.pid and psutil.pid_exists(new_pid)
+        # The same URL, ports and token: the old bridge's address reaches the new process.
+        assert paused(old, job) == before
+        assert sorted(old.post("/api/v1/continue")["continued"]) == sorted(before)
         assert job.result() == "29"
     finally:
-        stop_pid(running.pid)
+        manager.close()
+        if new_pid is not None:
+            stop_pid(new_pid)
+        if old.process.poll() is None:
+            stop_bridge(old)
 
 
 def stop_pid(pid: int) -> None:
@@ -135,3 +181,49 @@ async def test_a_replace_that_fails_half_way_leaves_the_old_bridge_serving(
     [record] = old.wait_records(second.job_id)
     old.post(f"/api/v1/breakpoints/{record['id']}/continue")
     assert second.result() == "49"
+
+
+async def test_a_replace_during_a_follow_session_of_live_ranks_keeps_their_breakpoints(
+    bridges: Callable[..., BridgeProcess], run_job: Callable[[str], Job], dap_connect: Connect
+) -> None:
+    old = bridges(log="old.log")
+    job = run_job("live_ranks.py")
+    ranks = await asyncio.to_thread(wait_workers, old, job.job_id, running_ranks)
+    client = await dap_connect(old.dap_host, old.dap_port)
+    await client.attach(follow={"job": job.job_id})
+    for _ in ranks:
+        await client.wait_event("thread", where=lambda e: e.body["reason"] == "started")
+    condition = "getattr(self, 'probe', False)"  # false until the test says otherwise
+    answer = await client.request(
+        "setBreakpoints",
+        {"source": {"path": SCRIPT}, "breakpoints": [{"line": LOOP, "condition": condition}]},
+    )
+    assert answer.body["breakpoints"][0]["verified"] is True
+
+    new = bridges("--replace", str(old.process.pid), log="new.log")
+    assert old.process.wait(timeout=30) == 0, old.log.read_text()[-3000:]
+    await until(lambda: client.closed, what="the old bridge's follow session closed")
+    again = await asyncio.to_thread(wait_workers, new, job.job_id, running_ranks)
+    assert [w["id"] for w in again] == [r["id"] for r in ranks]
+
+    # The editor's breakpoint is still in the ranks: rank 0 meets its condition and stops.
+    rank0 = ranks[0]["id"]
+    await asyncio.to_thread(new.post, f"/api/v1/workers/{rank0}/pause")
+    where = {"filter": {"job": job.job_id}}
+    probe = {"expression": "setattr(self, 'probe', True)", **where}
+    assert [r["id"] for r in new.post("/api/v1/evaluate", probe)["results"]] == [rank0]
+    new.post("/api/v1/continue", where)
+    hit = await asyncio.to_thread(wait_workers, new, job.job_id, paused_at_loop, 1)
+    assert [w["id"] for w in hit if w["state"] == "paused"] == [rank0]
+
+    # The editor attaches again, clears its breakpoint, and the job is let finish.
+    editor = await dap_connect(new.dap_host, new.dap_port)
+    await editor.attach(follow={"job": job.job_id})
+    await editor.wait_event("stopped", timeout=30)  # rank 0's stop, replayed
+    await editor.request("setBreakpoints", {"source": {"path": SCRIPT}, "breakpoints": []})
+    new.post("/api/v1/pause", where)
+    await asyncio.to_thread(wait_workers, new, job.job_id, lambda w: w["state"] == "paused")
+    finish = {"expression": "setattr(self, 'finish', 3)", **where}
+    assert len(new.post("/api/v1/evaluate", finish)["results"]) == 2
+    new.post("/api/v1/continue", where)
+    assert await asyncio.to_thread(job.result) == "[3, 13]"
