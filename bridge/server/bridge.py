@@ -322,7 +322,9 @@ class Bridge:
         return handover.Lent(offer, descriptors)
 
     async def _taken(self, pid: int) -> None:
-        await self.holder.abandon_all(f"raydap: the bridge was replaced by pid {pid}")
+        await self.holder.abandon_all(
+            f"this bridge was replaced by pid {pid}: attach again (same port, same stops)"
+        )
         supervisor.main_pid_moved(pid)
         self.replaced.set()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from collections.abc import Callable
 
 import pytest
 
@@ -31,10 +32,12 @@ class Listener:
         pass
 
 
-async def hand_over(upstream: Upstream) -> Upstream:
-    """Lend ``upstream``'s connection and adopt it, as the new process does."""
+async def hand_over(upstream: Upstream, while_lent: Callable[[], None] = lambda: None) -> Upstream:
+    """Lend ``upstream``'s connection and adopt it, as the new process does; ``while_lent``
+    runs between the two (the worker may send then)."""
     await until(lambda: upstream.quiet, what="the stop's prefetch done")
     descriptor, carried = await upstream.lend()
+    while_lent()
     sock = socket.socket(fileno=os.dup(descriptor))
     channel = await adopt_tcp_channel(sock, carried.unread, peer="peer")
     adopted = Upstream.adopt(channel, carried, name="peer")
@@ -49,15 +52,15 @@ def output(text: str) -> Event:
 async def test_an_adopted_connection_stands_at_the_same_stop_and_reads_on() -> None:
     async with held_peer() as (peer, upstream):
         stop = upstream.top_stop()
-        adopted = await hand_over(upstream)
+        adopted = await hand_over(upstream, lambda: peer.write(output("during")))
         listener = Listener()
         adopted.add_client(listener)
         adopted.start()
         assert adopted.state is State.STOPPED
         assert adopted.top_stop() == stop
         peer.write(output("after"))
-        await until(lambda: listener.events, what="an event sent after the hand-over")
-        assert listener.events[0].body["output"] == "after"
+        await until(lambda: len(listener.events) >= 2, what="events sent during and after")
+        assert [e.body["output"] for e in listener.events] == ["during", "after"]
         _, frames = await adopted.stack()
         assert frames[0]["name"] == "train_step"
         assert peer.disconnect_answered is None  # the worker saw no detach
