@@ -53,6 +53,7 @@ def setup() -> None:
         import ray
         from ray.experimental import internal_kv
         from ray.util import debugpy as ray_debugpy
+        from ray.util import rpdb
 
         if ray._private.worker.global_worker.mode != ray.WORKER_MODE:
             # Not a worker (a driver, a test): asking Ray anything here could start a cluster.
@@ -74,6 +75,10 @@ def setup() -> None:
         internal_kv._internal_kv_put(mark_key(worker_id), mark, overwrite=True,
                                      namespace=NAMESPACE)  # fmt: skip
         ray_debugpy._ensure_debugger_port_open_thread_safe()  # type: ignore[no-untyped-call]
+        # Opening the listener imported pydevd, which made breakpoint() debugpy's own: that one
+        # carries on when no debugger is attached, so a breakpoint() before the bridge held
+        # this worker (or while no bridge ran) was skipped. Ray's waits for a debugger.
+        sys.breakpointhook = rpdb.set_trace
     except Exception as exc:  # a worker must start even if Ray's internals moved
         _warn_once(f"raydap.live: this worker cannot be debugged live: {exc!r}")
         return

@@ -41,10 +41,7 @@ def configure() -> None:
         import debugpy
 
         debugpy.configure(subProcess=False)
-    import ray.util.rpdb
-
-    # The worker's own breakpoint() stays Ray's, called as Ray's environment variable would.
-    sys.breakpointhook = ray.util.rpdb.set_trace
+    # (The worker's own breakpoint() is made Ray's again once its debugpy listens: setup.)
     # A spawned child starts afresh: Python's default hook reads this variable.
     os.environ["PYTHONBREAKPOINT"] = f"{__name__}.breakpoint"
     # A forked child inherits the worker's hooks (Ray's, which replaces builtins.breakpoint
