@@ -61,14 +61,14 @@ def process(
 
 @contextmanager
 def serve(
-    *args: str, command: list[str] | None = None
+    *args: str, command: list[str] | None = None, log: Path = SERVE_LOG
 ) -> Iterator[tuple[subprocess.Popen[str], str, int]]:
-    """``raydap serve`` as a real process: (process, HTTP URL, DAP port)."""
+    """``raydap serve`` as a real process: (process, HTTP URL, DAP port); its log in ``log``."""
     # Without a token: the benchmark measures relaying, and a token is checked once per
     # connection, not per message (the test suite covers tokens).
     command = command or [sys.executable, "-m", "raydap.bridge", "serve", "--port", "0",
                           "--dap-port", "0", "--no-token"]  # fmt: skip
-    with process([*command, *args], log=SERVE_LOG) as bridge:
+    with process([*command, *args], log=log) as bridge:
         assert bridge.stdout is not None
         found = re.search(r"HTTP (\S+)\s+DAP \S+:(\d+)", bridge.stdout.readline())
         assert found, "raydap serve did not start"
