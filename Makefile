@@ -18,7 +18,7 @@ MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py
 
-.PHONY: run test setup suites suite install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test setup suites suite install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-soak clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -137,6 +137,10 @@ bench-collectives: $(STAMP)
 ## MCP for coding agents: what each door costs, and every worker at once (bench/mcp.py).
 bench-mcp: $(STAMP)
 	$(BIN)/python -m bench.mcp --json bench/results-mcp.json
+
+## Successive stops at volume, with replaces (bench/soak.py; about 15 minutes).
+bench-soak: $(STAMP)
+	$(BIN)/python -m bench.soak --json bench/results-soak.json
 
 $(EXT_STAMP): $(EXT)/package.json $(EXT)/package-lock.json
 	cd $(EXT) && npm ci --no-audit --no-fund --loglevel=error
