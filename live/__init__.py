@@ -53,7 +53,6 @@ def setup() -> None:
         import ray
         from ray.experimental import internal_kv
         from ray.util import debugpy as ray_debugpy
-        from ray.util import rpdb
 
         if ray._private.worker.global_worker.mode != ray.WORKER_MODE:
             # Not a worker (a driver, a test): asking Ray anything here could start a cluster.
@@ -75,10 +74,7 @@ def setup() -> None:
         internal_kv._internal_kv_put(mark_key(worker_id), mark, overwrite=True,
                                      namespace=NAMESPACE)  # fmt: skip
         ray_debugpy._ensure_debugger_port_open_thread_safe()  # type: ignore[no-untyped-call]
-        # Opening the listener imported pydevd, which made breakpoint() debugpy's own: that one
-        # carries on when no debugger is attached, so a breakpoint() before the bridge held
-        # this worker (or while no bridge ran) was skipped. Ray's waits for a debugger.
-        sys.breakpointhook = rpdb.set_trace
+        keep_rays_breakpoint()
     except Exception as exc:  # a worker must start even if Ray's internals moved
         _warn_once(f"raydap.live: this worker cannot be debugged live: {exc!r}")
         return
@@ -99,6 +95,16 @@ def setup() -> None:
         trace_on_demand()
     except Exception as exc:  # debugpy's internals moved: correct, only slower
         log.info("raydap.live: tracing from the start (%r)", exc)
+
+
+def keep_rays_breakpoint() -> None:
+    """Make the worker's ``breakpoint()`` Ray's again once its debugpy listens. Opening the
+    listener imports pydevd, which makes ``breakpoint()`` debugpy's own: that one carries on
+    when no debugger is attached, so a ``breakpoint()`` before the bridge held the worker (or
+    while no bridge ran) was skipped. Ray's waits for a debugger, as in any worker."""
+    from ray.util import rpdb
+
+    sys.breakpointhook = rpdb.set_trace
 
 
 def _children_configure() -> None:

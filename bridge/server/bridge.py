@@ -223,10 +223,8 @@ class Bridge:
         await self._runner.setup()
         tls = self.ssl_context()
         if received is None:
-            self._listeners = {
-                "http": listen(settings.host, settings.port),
-                "dap": listen(settings.host, settings.dap_port),
-            }
+            self._listeners["http"] = listen(settings.host, settings.port)
+            self._listeners["dap"] = listen(settings.host, settings.dap_port)
         else:
             offer = received.offer
             self._listeners = {
@@ -246,10 +244,10 @@ class Bridge:
                 record = worker.record
                 channel = await adopt_tcp_channel(
                     received.sockets[worker.descriptor],
-                    worker.unread,
+                    worker.carried.unread,
                     peer=f"{record.node_ip}:{record.debugger_port}",
                 )
-                self.holder.adopt(record, channel, worker.carried())
+                self.holder.adopt(record, channel, worker.carried)
         self._start_work()
         self._giver = handover.Giver(
             handover.socket_path(settings.runtime_dir, os.getpid()),
@@ -308,7 +306,9 @@ class Bridge:
         descriptors = [self._listeners["http"].fileno(), self._listeners["dap"].fileno()]
         workers = []
         for record, descriptor, carried in lent:
-            workers.append(handover.handed_worker(record, len(descriptors), carried))
+            workers.append(
+                handover.HandedWorker(record=record, descriptor=len(descriptors), carried=carried)
+            )
             descriptors.append(descriptor)
         offer = handover.Offer(
             version=handover.VERSION,
@@ -363,6 +363,8 @@ class Bridge:
         await self.ray_driver.close()
         if self._runner is not None:
             await self._runner.cleanup()
+        for listener in self._listeners.values():
+            listener.close()  # closed already once served; not if the start failed half-way
         await self.mcp.stop()
         await self.dashboard.close()
         self.audit.close()

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Base64Bytes, BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from raydap.adapter import Carried
 from raydap.bridge.workers.records import BreakpointRecord
@@ -62,24 +62,12 @@ class Hello(BaseModel):
 
 
 class HandedWorker(BaseModel):
+    """A worker's record, where its socket is among the descriptors, and its state."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
     record: BreakpointRecord
     descriptor: int
-    capabilities: dict[str, Any]
-    stops: list[dict[str, Any]]
-    process_event: dict[str, Any] | None
-    stops_in_ray_hook: bool | None
-    child_pid: int | None
-    unread: Base64Bytes
-
-    def carried(self) -> Carried:
-        return Carried(
-            capabilities=self.capabilities,
-            stops=self.stops,
-            process_event=self.process_event,
-            stops_in_ray_hook=self.stops_in_ray_hook,
-            child_pid=self.child_pid,
-            unread=self.unread,
-        )
+    carried: Carried
 
 
 class Offer(BaseModel):
@@ -113,19 +101,6 @@ class Lent:
 
 def socket_path(runtime_dir: Path, pid: int) -> Path:
     return runtime_dir / f"bridge-{pid}.sock"
-
-
-def handed_worker(record: BreakpointRecord, index: int, carried: Carried) -> HandedWorker:
-    return HandedWorker(
-        record=record,
-        descriptor=index,
-        capabilities=carried.capabilities,
-        stops=carried.stops,
-        process_event=carried.process_event,
-        stops_in_ray_hook=carried.stops_in_ray_hook,
-        child_pid=carried.child_pid,
-        unread=carried.unread,
-    )
 
 
 # -- the wire: length-prefixed JSON, and descriptors ----------------------------------------

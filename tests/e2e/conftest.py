@@ -193,6 +193,27 @@ def start_job(address: str, script: str, env: dict[str, str] | None = None) -> J
     raise AssertionError(f"{script} printed no job id: {lines}")
 
 
+def run_benchmark_smoke(module: str, out: Path, timeout: float = 540) -> tuple[Any, str]:
+    """``python -m MODULE --smoke --json OUT``, which must succeed: its figures and what it
+    printed. Out of time, SIGTERM lets it stop the Ray head and bridges it started."""
+    bench = subprocess.Popen(
+        [sys.executable, "-m", module, "--smoke", "--json", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = bench.communicate(timeout=timeout)
+    finally:
+        if bench.poll() is None:
+            bench.terminate()
+            try:
+                bench.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                bench.kill()
+                bench.communicate()
+    assert bench.returncode == 0, stdout[-2000:] + stderr[-3000:]
+    return json.loads(out.read_text()), stdout
+
+
 def stop_job(job: Job) -> None:
     if job.process.poll() is None:
         job.process.kill()

@@ -3,35 +3,18 @@ measured by `make bench` and recorded in docs/performance.md, not asserted by te
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.conftest import run_benchmark_smoke
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.timeout(600)  # every stage, several of them on a real Ray head
 def test_benchmark_harness_smoke(tmp_path: Path) -> None:
-    out = tmp_path / "bench.json"
-    bench = subprocess.Popen(
-        [sys.executable, "-m", "bench.run", "--smoke", "--json", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        stdout, stderr = bench.communicate(timeout=540)
-    finally:
-        if bench.poll() is None:  # out of time: SIGTERM lets it stop its Ray head and bridges
-            bench.terminate()
-            try:
-                bench.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                bench.kill()
-                bench.communicate()
-    assert bench.returncode == 0, stdout[-2000:] + stderr[-2000:]
-    figures = json.loads(out.read_text())
+    figures, stdout = run_benchmark_smoke("bench.run", tmp_path / "bench.json")
     for stage in ("p1", "p1b"):  # a pause debugpy left unreachable ends the stage early
         p1 = figures[stage]
         assert p1["n"] == 2 or (p1["unreachable_pauses"] == 1 and p1["n"] < 2)

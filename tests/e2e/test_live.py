@@ -70,6 +70,49 @@ async def top_frame(client: Any, thread_id: int) -> dict[str, Any]:
     return dict(trace.body["stackFrames"][0])
 
 
+async def follow_with_conditional_breakpoint(
+    dap_connect: Connect, bridge: BridgeProcess, job: Job, ranks: list[dict[str, Any]]
+) -> Any:
+    """A follow session of the job's ranks with a breakpoint on the loop that holds until the
+    test sets ``probe`` in a rank; the session's client."""
+    client = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await client.attach(follow={"job": job.job_id})
+    for _ in ranks:
+        await client.wait_event("thread", where=lambda e: e.body["reason"] == "started")
+    condition = "getattr(self, 'probe', False)"  # false until the test says otherwise
+    answer = await client.request(
+        "setBreakpoints",
+        {"source": {"path": SCRIPT}, "breakpoints": [{"line": LOOP, "condition": condition}]},
+    )
+    assert answer.body["breakpoints"][0]["verified"] is True
+    return client
+
+
+async def rank0_meets_the_condition(
+    bridge: BridgeProcess, job: Job, ranks: list[dict[str, Any]]
+) -> None:
+    """Rank 0 is given ``probe`` and stops at the breakpoint; rank 1 runs on."""
+    rank0 = ranks[0]["id"]
+    await asyncio.to_thread(bridge.post, f"/api/v1/workers/{rank0}/pause")
+    where = {"filter": {"job": job.job_id}}
+    probe = {"expression": "setattr(self, 'probe', True)", **where}
+    assert [r["id"] for r in bridge.post("/api/v1/evaluate", probe)["results"]] == [rank0]
+    bridge.post("/api/v1/continue", where)
+    hit = await asyncio.to_thread(wait_workers, bridge, job.job_id, paused_at_loop, 1)
+    assert [w["id"] for w in hit if w["state"] == "paused"] == [rank0]
+
+
+async def finish_every_rank(bridge: BridgeProcess, job: Job) -> None:
+    """Pause both ranks, tell them to finish with 3, and check the job's result."""
+    where = {"filter": {"job": job.job_id}}
+    bridge.post("/api/v1/pause", where)
+    await asyncio.to_thread(wait_workers, bridge, job.job_id, lambda w: w["state"] == "paused")
+    finish = {"expression": "setattr(self, 'finish', 3)", **where}
+    assert len(bridge.post("/api/v1/evaluate", finish)["results"]) == 2
+    bridge.post("/api/v1/continue", where)
+    assert await asyncio.to_thread(job.result) == "[3, 13]"
+
+
 async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their_code(
     ray_head: LocalRay, bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
@@ -180,16 +223,7 @@ async def test_a_restarted_bridge_holds_live_workers_again_with_their_breakpoint
     job = await asyncio.to_thread(start_job, live_head.address, "live_ranks.py")
     try:
         ranks = await asyncio.to_thread(wait_workers, first, job.job_id, running_ranks)
-        client = await dap_connect(first.dap_host, first.dap_port)
-        await client.attach(follow={"job": job.job_id})
-        for _ in ranks:
-            await client.wait_event("thread", where=lambda e: e.body["reason"] == "started")
-        condition = "getattr(self, 'probe', False)"  # false until the test says otherwise
-        answer = await client.request(
-            "setBreakpoints",
-            {"source": {"path": SCRIPT}, "breakpoints": [{"line": LOOP, "condition": condition}]},
-        )
-        assert answer.body["breakpoints"][0]["verified"] is True
+        await follow_with_conditional_breakpoint(dap_connect, first, job, ranks)
         await asyncio.sleep(0.5)  # the bridge keeps them in GCS a moment after a change
 
         first.process.kill()  # a crash: nothing is cleaned up
@@ -200,14 +234,7 @@ async def test_a_restarted_bridge_holds_live_workers_again_with_their_breakpoint
         assert [w["id"] for w in again] == [r["id"] for r in ranks]
 
         # The kept breakpoint is back in the workers: make rank 0 meet its condition.
-        rank0 = ranks[0]["id"]
-        await asyncio.to_thread(second.post, f"/api/v1/workers/{rank0}/pause")
-        where = {"filter": {"job": job.job_id}}
-        probe = {"expression": "setattr(self, 'probe', True)", **where}
-        assert [r["id"] for r in second.post("/api/v1/evaluate", probe)["results"]] == [rank0]
-        second.post("/api/v1/continue", where)
-        hit = await asyncio.to_thread(wait_workers, second, job.job_id, paused_at_loop, 1)
-        assert [w["id"] for w in hit if w["state"] == "paused"] == [rank0]
+        await rank0_meets_the_condition(second, job, ranks)
 
         # Cleared by a client, and the job is let finish.
         cleaner = await dap_connect(second.dap_host, second.dap_port)
@@ -215,12 +242,7 @@ async def test_a_restarted_bridge_holds_live_workers_again_with_their_breakpoint
         for _ in ranks:
             await cleaner.wait_event("thread", where=lambda e: e.body["reason"] == "started")
         await cleaner.request("setBreakpoints", {"source": {"path": SCRIPT}, "breakpoints": []})
-        second.post("/api/v1/pause", where)
-        await asyncio.to_thread(wait_workers, second, job.job_id, lambda w: w["state"] == "paused")
-        finish = {"expression": "setattr(self, 'finish', 3)", **where}
-        assert len(second.post("/api/v1/evaluate", finish)["results"]) == 2
-        second.post("/api/v1/continue", where)
-        assert await asyncio.to_thread(job.result) == "[3, 13]"
+        await finish_every_rank(second, job)
     finally:
         stop_job(job)
         if first.process.poll() is None:

@@ -27,7 +27,14 @@ from tests.e2e.conftest import (
     stop_job,
 )
 from tests.e2e.test_bridge import evaluate, stopped_frame
-from tests.e2e.test_live import LOOP, SCRIPT, paused_at_loop, running_ranks, wait_workers
+from tests.e2e.test_live import (
+    SCRIPT,
+    finish_every_rank,
+    follow_with_conditional_breakpoint,
+    rank0_meets_the_condition,
+    running_ranks,
+    wait_workers,
+)
 from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
@@ -189,16 +196,7 @@ async def test_a_replace_during_a_follow_session_of_live_ranks_keeps_their_break
     old = bridges(log="old.log")
     job = run_job("live_ranks.py")
     ranks = await asyncio.to_thread(wait_workers, old, job.job_id, running_ranks)
-    client = await dap_connect(old.dap_host, old.dap_port)
-    await client.attach(follow={"job": job.job_id})
-    for _ in ranks:
-        await client.wait_event("thread", where=lambda e: e.body["reason"] == "started")
-    condition = "getattr(self, 'probe', False)"  # false until the test says otherwise
-    answer = await client.request(
-        "setBreakpoints",
-        {"source": {"path": SCRIPT}, "breakpoints": [{"line": LOOP, "condition": condition}]},
-    )
-    assert answer.body["breakpoints"][0]["verified"] is True
+    client = await follow_with_conditional_breakpoint(dap_connect, old, job, ranks)
 
     new = bridges("--replace", str(old.process.pid), log="new.log")
     assert old.process.wait(timeout=30) == 0, old.log.read_text()[-3000:]
@@ -207,23 +205,11 @@ async def test_a_replace_during_a_follow_session_of_live_ranks_keeps_their_break
     assert [w["id"] for w in again] == [r["id"] for r in ranks]
 
     # The editor's breakpoint is still in the ranks: rank 0 meets its condition and stops.
-    rank0 = ranks[0]["id"]
-    await asyncio.to_thread(new.post, f"/api/v1/workers/{rank0}/pause")
-    where = {"filter": {"job": job.job_id}}
-    probe = {"expression": "setattr(self, 'probe', True)", **where}
-    assert [r["id"] for r in new.post("/api/v1/evaluate", probe)["results"]] == [rank0]
-    new.post("/api/v1/continue", where)
-    hit = await asyncio.to_thread(wait_workers, new, job.job_id, paused_at_loop, 1)
-    assert [w["id"] for w in hit if w["state"] == "paused"] == [rank0]
+    await rank0_meets_the_condition(new, job, ranks)
 
     # The editor attaches again, clears its breakpoint, and the job is let finish.
     editor = await dap_connect(new.dap_host, new.dap_port)
     await editor.attach(follow={"job": job.job_id})
     await editor.wait_event("stopped", timeout=30)  # rank 0's stop, replayed
     await editor.request("setBreakpoints", {"source": {"path": SCRIPT}, "breakpoints": []})
-    new.post("/api/v1/pause", where)
-    await asyncio.to_thread(wait_workers, new, job.job_id, lambda w: w["state"] == "paused")
-    finish = {"expression": "setattr(self, 'finish', 3)", **where}
-    assert len(new.post("/api/v1/evaluate", finish)["results"]) == 2
-    new.post("/api/v1/continue", where)
-    assert await asyncio.to_thread(job.result) == "[3, 13]"
+    await finish_every_rank(new, job)

@@ -40,8 +40,12 @@ def test_the_worker_keeps_rays_breakpoint_and_its_children_get_raydaps() -> None
     code = """
 import os, sys, builtins
 import ray.util.rpdb
+from raydap import live
 from raydap.live import children
 children.configure()
+import debugpy._vendored.force_pydevd  # what opening the listener imports: debugpy's hook
+assert sys.breakpointhook is not ray.util.rpdb.set_trace
+live.keep_rays_breakpoint()
 builtins.breakpoint = print  # as Ray's hook does after its first stop
 print(sys.breakpointhook is ray.util.rpdb.set_trace, os.environ["PYTHONBREAKPOINT"])
 pid = os.fork()
