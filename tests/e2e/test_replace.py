@@ -7,6 +7,8 @@ import asyncio
 import os
 import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -213,3 +215,19 @@ async def test_a_replace_during_a_follow_session_of_live_ranks_keeps_their_break
     await editor.wait_event("stopped", timeout=30)  # rank 0's stop, replayed
     await editor.request("setBreakpoints", {"source": {"path": SCRIPT}, "breakpoints": []})
     await finish_every_rank(new, job)
+
+
+def test_a_second_bridge_without_replace_on_busy_ports_refuses_and_the_first_serves_on(
+    bridges: Callable[..., BridgeProcess], head: LocalRay
+) -> None:
+    first = bridges()
+    port = first.url.rsplit(":", 1)[1]
+    second = subprocess.run(
+        [sys.executable, "-m", "raydap.bridge", "serve", "--address", head.address,
+         "--port", port, "--dap-port", str(first.dap_port)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert second.returncode == 2
+    assert "cannot listen" in second.stderr and "in use" in second.stderr, second.stderr
+    assert first.get("/healthz")["status"] in ("ok", "degraded")
+    assert first.process.poll() is None
