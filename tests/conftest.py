@@ -21,6 +21,10 @@ def pytest_configure(config: pytest.Config) -> None:
     Their hang reports go to a directory of the session's too, not the user's state."""
     os.environ["RAYDAP_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="raydap-test-runtime-")
     os.environ["RAYDAP_HANG_REPORTS"] = tempfile.mkdtemp(prefix="raydap-test-hangs-")
+    # Ray turns token auth on for every head it starts once ~/.ray/auth_token exists (any
+    # ray.init() that starts a cluster of its own leaves one): the tests' heads run without it
+    # unless a test asks for it (tests/e2e/test_ray_auth.py).
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
