@@ -300,9 +300,11 @@ class Bridge:
         await self._stop_work()
         try:
             lent = await self.holder.lend_all(why)
-        except UpstreamError as exc:
-            self._start_work()
-            raise handover.HandoverError(str(exc)) from None
+        except BaseException as exc:
+            self._start_work()  # whatever went wrong, this bridge works on
+            if isinstance(exc, UpstreamError):
+                raise handover.HandoverError(str(exc)) from None
+            raise
         descriptors = [self._listeners["http"].fileno(), self._listeners["dap"].fileno()]
         workers = []
         for record, descriptor, carried in lent:

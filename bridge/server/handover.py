@@ -213,6 +213,8 @@ class Giver:
                         return
                 except (HandoverError, OSError, ValidationError) as exc:
                     log.warning("no hand-over: %s", exc)
+                except Exception:  # a bug: this bridge serves on, and can hand over later
+                    log.exception("no hand-over")
 
     async def _hand_over(self, connection: socket.socket) -> bool:
         """One conversation; True once the new bridge has taken over."""

@@ -87,6 +87,16 @@ def paused(bridge: BridgeProcess, job: Job) -> dict[str, tuple[str, int]]:
     }
 
 
+def three_paused(
+    bridges: Callable[..., BridgeProcess], run_job: Callable[[str], Job]
+) -> tuple[BridgeProcess, Job, dict[str, tuple[str, int]]]:
+    """A bridge of its own holding the three paused workers of three_squares.py."""
+    old = bridges(log="old.log")
+    job = run_job("three_squares.py")
+    old.wait_records(job.job_id, 3)
+    return old, job, paused(old, job)
+
+
 async def attached(dap_connect: Connect, bridge: BridgeProcess, rid: str) -> tuple[DapClient, dict]:  # type: ignore[type-arg]
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.attach(breakpoint=rid)
@@ -97,10 +107,7 @@ async def attached(dap_connect: Connect, bridge: BridgeProcess, rid: str) -> tup
 async def test_a_replace_keeps_paused_workers_and_their_stops(
     bridges: Callable[..., BridgeProcess], run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
-    old = bridges(log="old.log")
-    job = run_job("three_squares.py")
-    old.wait_records(job.job_id, 3)
-    before = paused(old, job)
+    old, job, before = three_paused(bridges, run_job)
     line = break_line("three_squares.py", "square")
     assert set(before.values()) == {("square", line)}
     first = sorted(before)[0]
@@ -166,10 +173,7 @@ def stop_pid(pid: int) -> None:
 async def test_a_replace_that_fails_half_way_leaves_the_old_bridge_serving(
     bridges: Callable[..., BridgeProcess], run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
-    old = bridges(log="old.log")
-    job = run_job("three_squares.py")
-    old.wait_records(job.job_id, 3)
-    before = paused(old, job)
+    old, job, before = three_paused(bridges, run_job)
     path = handover.socket_path(runtime_dir(), old.process.pid)
     received = await asyncio.to_thread(handover.take, path)  # a new bridge that got everything
     assert sorted(w.record.id for w in received.offer.workers) == sorted(before)
