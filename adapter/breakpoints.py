@@ -155,17 +155,29 @@ class SessionBook:
     def entries(self, key: BookKey) -> tuple[Entry, ...]:
         return self._entries.get(key, ())
 
-    def set(self, key: BookKey, breakpoints: Sequence[dict[str, Any]]) -> tuple[Entry, ...]:
-        """The client's new list for ``key``: a breakpoint it had keeps its id."""
+    def set(
+        self,
+        key: BookKey,
+        breakpoints: Sequence[dict[str, Any]],
+        ids: Sequence[int] | None = None,
+    ) -> tuple[Entry, ...]:
+        """The client's new list for ``key``: a breakpoint it had keeps its id. ``ids``: the
+        ids the client already knows them by (a session resumed in a new bridge process)."""
         had = {entry.spec: entry for entry in self._entries.get(key, ())}
+        given = list(ids) if ids is not None and len(ids) == len(breakpoints) else None
+        taken = {entry.id for entries in self._entries.values() for entry in entries}
         entries = []
-        for breakpoint in breakpoints:
+        for position, breakpoint in enumerate(breakpoints):
             spec = spec_of(breakpoint)
             entry = had.pop(spec, None)
             if entry is None:
                 line = breakpoint.get("line")
-                entry = Entry(self._next_id, spec, line if isinstance(line, int) else None)
-                self._next_id += 1
+                chosen = given[position] if given else 0
+                if chosen <= 0 or chosen in taken:
+                    chosen = self._next_id
+                self._next_id = max(self._next_id, chosen + 1)
+                taken.add(chosen)
+                entry = Entry(chosen, spec, line if isinstance(line, int) else None)
             entries.append(entry)
         for gone in had.values():
             self._told.pop(gone.id, None)

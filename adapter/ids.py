@@ -8,7 +8,7 @@ is dropped then, and the maps stay as large as what is currently paused.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Generic, TypeVar
 
 Key = TypeVar("Key", bound=Hashable)
@@ -45,6 +45,24 @@ class IdMap(Generic[Key]):
     def ids_of(self, key: Key) -> list[int]:
         """The session-wide ids handed out for one worker, oldest first."""
         return sorted(self._by_key.get(key, ()))
+
+    def triples(self) -> list[tuple[Key, int, int]]:
+        """Every mapping as ``(worker key, worker's id, session-wide id)``."""
+        return [(key, local, found) for (key, local), found in self._to_client.items()]
+
+    def seed(self, triples: Iterable[tuple[Key, int, int]]) -> None:
+        """Take over mappings an earlier session gave its client (a replaced bridge's), so
+        the client's ids stay good; new ids are numbered after them. Ids already mapped here,
+        or given twice, are skipped."""
+        for key, local, found in triples:
+            if not local or found <= 0 or (key, local) in self._to_client:
+                continue
+            if found in self._to_worker:
+                continue
+            self._to_client[(key, local)] = found
+            self._to_worker[found] = (key, local)
+            self._by_key.setdefault(key, set()).add(found)
+            self._next = max(self._next, found + 1)
 
     def forget(self, key: Key) -> None:
         """Drop every id of one worker (it resumed, or left)."""

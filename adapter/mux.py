@@ -29,6 +29,7 @@ from raydap.adapter.breakpoints import (
     split,
 )
 from raydap.adapter.paths import PathMapper
+from raydap.adapter.resume import BreakpointList, Configuration, Resume
 from raydap.adapter.translate import Translation
 from raydap.adapter.upstream import Upstream, UpstreamError
 from raydap.protocol import (
@@ -151,6 +152,40 @@ class WorkerMux:
         self._joining: set[asyncio.Task[None]] = set()
         self._leaving: set[asyncio.Future[Response]] = set()  # outlive the session on purpose
         self._closed = False
+
+    # -- going on in another bridge process (:mod:`.resume`) --------------------------------
+
+    def resume_state(self) -> Resume:
+        """What the client needs to attach to the bridge that replaces this one and find its
+        ids and breakpoints as they are."""
+        lists = [
+            BreakpointList(
+                command=command,
+                arguments=self._book_arguments[(command, path)],
+                ids=[entry.id for entry in self.book.entries((command, path))],
+            )
+            for command, path in self.book.lists()
+        ]
+        configuration = [
+            Configuration(command=request.command, arguments=request.args)
+            for request in self._configuration.values()
+        ]
+        return Resume(ids=self._ids.export(), breakpoints=lists, configuration=configuration)
+
+    def restore(self, resume: Resume) -> None:
+        """Take up where the client's session in the replaced bridge stood: its ids, and its
+        breakpoints and configuration, given to each worker as it joins (before :meth:`start`;
+        the caller checked that the client may set them)."""
+        self._ids.seed(resume.ids)
+        for given in resume.breakpoints:
+            key = book_key(given.command, given.arguments)
+            self.book.set(key, requested(given.command, given.arguments), given.ids)
+            self._book_arguments[key] = given.arguments
+            self.book.shown(key)  # the client knows these ids
+        for configured in resume.configuration:
+            request = Request(command=configured.command, arguments=configured.arguments)
+            source = request.args.get("source") or {}
+            self._configuration[(request.command, str(source.get("path", "")))] = request
 
     # -- workers coming and going -----------------------------------------------------------
 

@@ -18,11 +18,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from raydap.adapter.capabilities import bridge_capabilities
 from raydap.adapter.channel import Channel
 from raydap.adapter.mux import RoutingError, SingleWorker, WorkerFeed, WorkerMux
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.phases import Action, Phase, step
+from raydap.adapter.resume import REPLACED_EVENT, Resume
 from raydap.adapter.upstream import UpstreamError
 from raydap.protocol import (
     Event,
@@ -203,6 +206,7 @@ class ClientSession:
         child_sessions = bool(args.get("childSessions"))
         if child_sessions and not self._client_arguments.get("supportsStartDebuggingRequest"):
             raise AttachError("childSessions needs a client that supports startDebugging")
+        resume = self._resume(args.get("resume"))
         feed = await self._resolve(args)
         passed_on = ("type", "localRoot", "pathMappings", "token", "allThreads")
         self.mux = WorkerMux(
@@ -214,10 +218,13 @@ class ClientSession:
             child_sessions=child_sessions,
             child_configuration={k: args[k] for k in passed_on if k in args},
         )
+        if resume is not None:
+            self.mux.restore(resume)
         self._audit(
             "attach",
             worker=feed.worker.key if isinstance(feed, SingleWorker) else None,
             follow=None if isinstance(feed, SingleWorker) else args.get("follow", True),
+            resumed=resume is not None,
         )
         self._send(response_to(request))
         if isinstance(feed, SingleWorker):
@@ -225,6 +232,41 @@ class ClientSession:
             if actual != self._announced:
                 self._send(event("capabilities", {"capabilities": actual}))
         self._send(event("initialized"))
+
+    def _resume(self, given: object) -> Resume | None:
+        """An attach's ``resume`` (the session it continues, from a replaced bridge), keeping
+        only the configuration this session's token may set."""
+        if given is None:
+            return None
+        try:
+            resume = Resume.model_validate(given)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise AttachError(
+                f"resume is not one a raydap bridge gave: {where}: {problem['msg']}"
+            ) from None
+
+        def allowed(command: str, arguments: dict[str, Any]) -> bool:
+            return self.grant.allows(command) and argument_problem(command, arguments) is None
+
+        breakpoints = [b for b in resume.breakpoints if allowed(b.command, b.arguments)]
+        configuration = [c for c in resume.configuration if allowed(c.command, c.arguments)]
+        return resume.model_copy(
+            update={"breakpoints": breakpoints, "configuration": configuration}
+        )
+
+    def replaced(self, pid: int) -> None:
+        """This bridge process hands over to ``pid``: give the client what it needs to resume
+        this session there (:mod:`.resume`); the session ends when the process does."""
+        if self.mux is None or self.phase is not Phase.ATTACHED:
+            return
+        body = {
+            "pid": pid,
+            "message": f"this bridge was replaced by pid {pid}: attach again with 'resume'",
+            "resume": self.mux.resume_state().model_dump(mode="json"),
+        }
+        self._send(event(REPLACED_EVENT, body))
 
     async def _relay(self, mux: WorkerMux, request: Request) -> None:
         response = await mux.handle(request)
@@ -287,6 +329,14 @@ class ClientSession:
             return
         self._outbox.put_nowait(message)
 
+    async def sent(self, timeout: float) -> bool:
+        """Wait until everything queued for the client was written (False: not in time)."""
+        try:
+            await asyncio.wait_for(self._outbox.join(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
     async def _write_loop(self) -> None:
         while (message := await self._outbox.get()) is not None:
             self._seq += 1
@@ -295,3 +345,5 @@ class ClientSession:
             except (ConnectionError, OSError):
                 self._abort()
                 return
+            finally:
+                self._outbox.task_done()

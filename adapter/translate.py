@@ -12,6 +12,7 @@ from typing import Any
 
 from raydap.adapter.ids import IdMap
 from raydap.adapter.paths import PathMapper, rewrite_sources
+from raydap.adapter.resume import SessionIds
 from raydap.protocol import Route
 
 _IDS = ("threadId", "frameId", "variablesReference")
@@ -58,6 +59,24 @@ class Translation:
                 del self._unopenable[reference]
                 del self._unopenable_refs[worker, path]
         return threads
+
+    def export(self) -> SessionIds:
+        """The ids this session's client holds (sources minted here for unopenable files
+        are left out: they are minted again when their stop is shown again)."""
+        sources = [t for t in self.sources.triples() if t[1] > 0]
+        return SessionIds(
+            threads=self.threads.triples(),
+            frames=self.frames.triples(),
+            variables=self.variables.triples(),
+            sources=sources,
+        )
+
+    def seed(self, ids: SessionIds) -> None:
+        """Take over the ids an earlier session's client holds (see :mod:`.resume`)."""
+        self.threads.seed(ids.threads)
+        self.frames.seed(ids.frames)
+        self.variables.seed(ids.variables)
+        self.sources.seed(t for t in ids.sources if t[1] > 0)
 
     def to_worker(self, key: str, arguments: Any) -> Any:
         """A copy of a request's arguments in the worker's ids and paths."""

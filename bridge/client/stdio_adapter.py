@@ -6,9 +6,9 @@ Editors start debug adapters as programs (nvim-dap's ``executable``, VS Code's
 authenticates the person, and the bridge's token comes from its connection file, so there is
 no tunnel to open and nothing to paste.
 
-What the bridge sends is copied byte for byte. What the editor sends is parsed only to add, to
-``attach``, the token and the worker (``--breakpoint``) or filter (``--follow``) the command line
-names, where the editor's configuration does not say.
+To ``attach`` the relay adds the token and the worker (``--breakpoint``) or filter
+(``--follow``) the command line names, where the editor's configuration does not say. When the
+bridge is replaced, the session goes on with the new one (:mod:`.dap_relay`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ import asyncio
 import contextlib
 import os
 import sys
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from ssl import SSLContext
-from typing import Any, Protocol
+from typing import Any
 
+from raydap.bridge.client.dap_relay import Editor, Reader, Relay, Writer
 from raydap.bridge.workers.filters import parse_filter
 from raydap.protocol import Decoder, ProtocolError, Request, encode, error_response, event
 
@@ -47,16 +49,6 @@ class AttachDefaults:
         if "breakpoint" not in arguments and "follow" not in arguments:
             arguments.update(self.target)
         return message.model_copy(update={"arguments": arguments})
-
-
-class Reader(Protocol):
-    async def read(self, n: int) -> bytes: ...
-
-
-class Writer(Protocol):
-    def write(self, data: bytes) -> None: ...
-
-    async def drain(self) -> None: ...
 
 
 class _FileReader:
@@ -97,57 +89,26 @@ async def _stdio() -> tuple[Reader, Writer]:
     return reader, writer
 
 
-async def _editor_to_bridge(
-    editor: Reader,
-    bridge: asyncio.StreamWriter,
-    to_editor: Writer,
-    defaults: AttachDefaults,
-) -> None:
-    decoder = Decoder()
-    while data := await editor.read(256 * 1024):
-        try:
-            messages = decoder.feed(data)
-        except ProtocolError as exc:
-            if exc.request_seq is not None:
-                reply = error_response(exc.request_seq, exc.command or "?", str(exc))
-                to_editor.write(encode(reply, 0))
-            print(f"raydap dap: the editor sent bad DAP: {exc}", file=sys.stderr)
-            return
-        for message in messages:
-            if isinstance(message, Request):
-                message = defaults.apply(message)
-            bridge.write(encode(message, message.seq))
-        await bridge.drain()
-
-
-async def _bridge_to_editor(bridge: asyncio.StreamReader, editor: Writer) -> None:
-    while data := await bridge.read(256 * 1024):
-        editor.write(data)
-        await editor.drain()
-
-
 async def relay(
     host: str, port: int, defaults: AttachDefaults, ssl: SSLContext | None = None
 ) -> int:
-    """Serve the editor on stdin/stdout until either side closes."""
+    """Serve the editor on stdin/stdout until either side closes; a replaced bridge's
+    session is resumed on the new one (:mod:`.dap_relay`)."""
     editor_in, editor_out = await _stdio()
+
+    def connect() -> Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+        return asyncio.open_connection(host, port, ssl=ssl, limit=2**20)
+
     try:
-        bridge_in, bridge_out = await asyncio.open_connection(host, port, ssl=ssl, limit=2**20)
+        bridge_in, bridge_out = await connect()
     except OSError as exc:
         return await refuse(editor_in, editor_out, f"cannot reach the bridge's DAP port: {exc}")
-    sides = [
-        asyncio.create_task(_editor_to_bridge(editor_in, bridge_out, editor_out, defaults)),
-        asyncio.create_task(_bridge_to_editor(bridge_in, editor_out)),
-    ]
+    session = Relay(Editor(editor_in, editor_out), connect, defaults.apply)
     try:
-        await asyncio.wait(sides, return_when=asyncio.FIRST_COMPLETED)
+        return await session.run(bridge_in, bridge_out)
     finally:
-        for side in sides:
-            side.cancel()
-        bridge_out.close()
         with contextlib.suppress(OSError):  # the editor closed its end first
             await editor_out.drain()
-    return 0
 
 
 async def refuse(editor_in: Reader | None, editor_out: Writer | None, why: str) -> int:

@@ -16,7 +16,13 @@ from typing import Any
 
 from aiohttp import web
 
-from raydap.adapter import AttachError, UpstreamError, adopt_tcp_channel, bridge_capabilities
+from raydap.adapter import (
+    AttachError,
+    ClientSession,
+    UpstreamError,
+    adopt_tcp_channel,
+    bridge_capabilities,
+)
 from raydap.bridge.cluster import ray_auth
 from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.discovery import Discovery
@@ -134,6 +140,8 @@ class Bridge:
         version = importlib.metadata.version("raydap")
         server = make_server(desk, self.audit.record, version, self.metrics.tool_call)
         self.mcp = McpEndpoint(server)
+        #: Every DAP client session, over TCP or the ``/dap`` WebSocket.
+        self.sessions: set[ClientSession] = set()
         self.dap = DapListener(
             self.resolve,
             self.capabilities,
@@ -141,6 +149,7 @@ class Bridge:
             audit=self.audit.record,
             limiter=self.limiter,
             handshake_timeout=settings.handshake_timeout,
+            sessions=self.sessions,
         )
         self.http_address: tuple[str, int] = ("", 0)
         self.dap_address: tuple[str, int] = ("", 0)
@@ -149,6 +158,7 @@ class Bridge:
         self._tasks: list[asyncio.Task[None]] = []
         self._listeners: dict[str, socket.socket] = {}
         self._giver: handover.Giver | None = None
+        self._site: web.SockSite | None = None
         #: Set once a new bridge process took over: this one is to exit.
         self.replaced = asyncio.Event()
 
@@ -210,6 +220,7 @@ class Bridge:
             limiter=self.limiter,
             metrics=self.metrics,
             handshake_timeout=self.settings.handshake_timeout,
+            sessions=self.sessions,
             node_ip=self.dashboard.node_ip,
             remote_stacks=self.remote_stacks,
             outside_pause=self.outside_pause,
@@ -231,8 +242,8 @@ class Bridge:
                 "http": received.sockets[offer.http],
                 "dap": received.sockets[offer.dap],
             }
-        site = web.SockSite(self._runner, self._listeners["http"], ssl_context=tls)
-        await site.start()
+        self._site = web.SockSite(self._runner, self._listeners["http"], ssl_context=tls)
+        await self._site.start()
         bound = self._runner.addresses[0]
         self.http_address = (str(bound[0]), int(bound[1]))
         self.dap_address = await self.dap.start(ssl=tls, sock=self._listeners["dap"])
@@ -324,6 +335,15 @@ class Bridge:
         return handover.Lent(offer, descriptors)
 
     async def _taken(self, pid: int) -> None:
+        # Accept nothing more: the listening sockets are the new process's now, and a client
+        # told to reconnect must reach it, not this process on its way out.
+        if self._site is not None:
+            await self._site.stop()
+        self.dap.stop_accepting()
+        sessions = list(self.sessions)
+        for session in sessions:
+            session.replaced(pid)  # what a client needs to resume its session there
+        await asyncio.gather(*(session.sent(timeout=2.0) for session in sessions))
         await self.holder.abandon_all(
             f"this bridge was replaced by pid {pid}: attach again (same port, same stops)"
         )

@@ -26,6 +26,7 @@ class DapListener:
         audit: Audit | None = None,
         limiter: ConnectionLimiter | None = None,
         handshake_timeout: float = 10.0,
+        sessions: set[ClientSession] | None = None,
     ) -> None:
         self._resolve = resolve
         self._capabilities = capabilities
@@ -33,7 +34,8 @@ class DapListener:
         self._audit = audit
         self._limiter = limiter or ConnectionLimiter()
         self._handshake_timeout = handshake_timeout
-        self.sessions: set[ClientSession] = set()
+        #: The sessions being served (shared with the WebSocket door: see ``Bridge.sessions``).
+        self.sessions: set[ClientSession] = set() if sessions is None else sessions
         self._server: asyncio.Server | None = None
 
     async def start(
@@ -74,6 +76,11 @@ class DapListener:
             self.sessions.discard(session)
             self._limiter.release(address)
             log.info("DAP client %s left", session.peer)
+
+    def stop_accepting(self) -> None:
+        """Close the listening socket; the sessions being served go on."""
+        if self._server is not None:
+            self._server.close()
 
     async def close(self) -> None:
         if self._server is not None:

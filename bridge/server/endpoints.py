@@ -46,9 +46,14 @@ def _json_or_text(text: str) -> Any:
 
 
 async def serve_dap(
-    request: web.Request, resolve: Resolver, capabilities: Any, **session_options: Any
+    request: web.Request,
+    resolve: Resolver,
+    capabilities: Any,
+    sessions: set[ClientSession],
+    **session_options: Any,
 ) -> web.StreamResponse:
-    """One DAP session over this WebSocket (options as :class:`ClientSession` takes them)."""
+    """One DAP session over this WebSocket, in ``sessions`` while it lasts (options as
+    :class:`ClientSession` takes them)."""
     socket = web.WebSocketResponse(max_msg_size=DEFAULT_LIMITS.max_body_bytes, heartbeat=30)
     await socket.prepare(request)
     channel = WebSocketChannel(socket, request.remote or "?")
@@ -58,7 +63,11 @@ async def serve_dap(
         capabilities=capabilities,
         **session_options,
     )
-    await session.run()
+    sessions.add(session)
+    try:
+        await session.run()
+    finally:
+        sessions.discard(session)
     return socket
 
 

@@ -7,7 +7,7 @@ import contextlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -15,7 +15,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from raydap.adapter import AttachError, UpstreamError
+from raydap.adapter import AttachError, ClientSession, UpstreamError
 from raydap.adapter.session import Resolver
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.mcp.http import McpEndpoint
@@ -64,6 +64,8 @@ class Services:
     limiter: ConnectionLimiter
     metrics: Metrics
     handshake_timeout: float = 10.0
+    #: Every DAP client session, whichever door it came through.
+    sessions: set[ClientSession] = field(default_factory=set)
     #: Where a Ray node is (legacy pdb that listens on localhost is reachable only there).
     node_ip: NodeIp | None = None
     #: Stacks of workers nobody holds, and pausing them in place (None: held workers only).
@@ -394,6 +396,7 @@ async def dap_socket(request: web.Request) -> web.StreamResponse:
             request,
             services.resolve,
             services.capabilities,
+            services.sessions,
             authorize=lambda arguments: token,  # checked on the upgrade request
             audit=services.audit.record,
             handshake_timeout=services.handshake_timeout,

@@ -5,6 +5,7 @@ Every process started here is stopped by its pid (the Ray head with its whole pr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from typing import Any
 import pytest
 
 from bench.harness import ptrace_refusal
+from raydap.adapter import StreamChannel
+from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.server import connection_file
 from tests.conftest import runtime_dir
@@ -238,6 +241,38 @@ def run_job(ray_head: LocalRay) -> Iterator[Callable[[str], Job]]:
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+
+
+#: Starts ``raydap dap ARGS`` for a bridge and talks DAP to it over its stdin/stdout, as an
+#: editor does: ``start(bridge, *args, env=None)``.
+StartAdapter = Callable[..., Awaitable[DapClient]]
+
+
+@pytest.fixture
+async def dap_command() -> AsyncIterator[StartAdapter]:
+    """The bridge is found the way a person's would be: through its connection file (the
+    tests' runtime directory), token included. Each adapter is stopped at the end."""
+    started: list[tuple[asyncio.subprocess.Process, DapClient]] = []
+
+    async def start(
+        bridge: BridgeProcess, *args: str, env: dict[str, str] | None = None
+    ) -> DapClient:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "raydap.bridge", "dap", *args,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "RAYDAP_URL": bridge.url, **(env or {})},
+        )  # fmt: skip
+        assert process.stdout is not None and process.stdin is not None
+        client = DapClient(StreamChannel(process.stdout, process.stdin, peer="raydap dap"))
+        started.append((process, client))
+        return client
+
+    yield start
+    for process, client in started:
+        await client.close()
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
 
 
 @pytest.fixture

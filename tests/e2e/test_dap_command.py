@@ -3,47 +3,14 @@ starts it, relaying to the bridge on a real Ray head."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 
 import pytest
 
-from raydap.adapter import StreamChannel
-from raydap.bridge.client.dap_client import DapClient
-from tests.e2e.conftest import BridgeProcess, Job, break_line
+from tests.e2e.conftest import BridgeProcess, Job, StartAdapter, break_line
 from tests.e2e.test_bridge import evaluate, stopped_frame
 
 pytestmark = pytest.mark.e2e
-
-#: Starts ``raydap dap ARGS`` and talks DAP to it over its stdin/stdout.
-StartAdapter = Callable[..., Awaitable[DapClient]]
-
-
-@pytest.fixture
-async def dap_command(bridge: BridgeProcess) -> AsyncIterator[StartAdapter]:
-    """The bridge is found the way a person's would be: through its connection file (the
-    tests' runtime directory), token included."""
-    started: list[tuple[asyncio.subprocess.Process, DapClient]] = []
-
-    async def start(*args: str, env: dict[str, str] | None = None) -> DapClient:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "raydap.bridge", "dap", *args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "RAYDAP_URL": bridge.url, **(env or {})},
-        )  # fmt: skip
-        assert process.stdout is not None and process.stdin is not None
-        client = DapClient(StreamChannel(process.stdout, process.stdin, peer="raydap dap"))
-        started.append((process, client))
-        return client
-
-    yield start
-    for process, client in started:
-        await client.close()
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
 
 
 async def test_an_editor_debugs_a_worker_through_raydap_dap_with_no_token_to_paste(
@@ -51,7 +18,7 @@ async def test_an_editor_debugs_a_worker_through_raydap_dap_with_no_token_to_pas
 ) -> None:
     job = run_job("task_breakpoint.py")
     [record] = bridge.wait_records(job.job_id)
-    client = await dap_command("--breakpoint", record["id"])
+    client = await dap_command(bridge, "--breakpoint", record["id"])
     assert client.token is None  # the adapter adds the bridge's token
     await client.attach()
     stopped, frame = await stopped_frame(client)
@@ -66,7 +33,7 @@ async def test_raydap_dap_follows_a_job_named_on_its_command_line(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_command: StartAdapter
 ) -> None:
     job = run_job("four_ranks.py")
-    client = await dap_command("--follow", f"job={job.job_id}")
+    client = await dap_command(bridge, "--follow", f"job={job.job_id}")
     await client.attach()
     stops = [(await client.wait_event("stopped", timeout=60)).body for _ in range(4)]
     threads = (await client.request("threads")).body["threads"]
@@ -75,8 +42,10 @@ async def test_raydap_dap_follows_a_job_named_on_its_command_line(
     assert job.result() == "[0, 10, 20, 30]"
 
 
-async def test_without_a_bridge_the_editor_is_told_why(dap_command: StartAdapter) -> None:
-    client = await dap_command(env={"RAYDAP_URL": "http://127.0.0.1:9"})
+async def test_without_a_bridge_the_editor_is_told_why(
+    bridge: BridgeProcess, dap_command: StartAdapter
+) -> None:
+    client = await dap_command(bridge, env={"RAYDAP_URL": "http://127.0.0.1:9"})
     answer = await client.request("initialize", {"adapterID": "ray"}, check=False)
     assert not answer.success
     assert "no raydap bridge at http://127.0.0.1:9" in (answer.message or "")

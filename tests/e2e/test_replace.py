@@ -20,8 +20,10 @@ from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.server import handover
 from tests.conftest import Connect, runtime_dir
 from tests.e2e.conftest import (
+    JOBS,
     BridgeProcess,
     Job,
+    StartAdapter,
     break_line,
     start_bridge,
     start_job,
@@ -125,6 +127,55 @@ async def test_a_replace_keeps_paused_workers_and_their_stops(
     assert await evaluate(again, frame, "x, y") == value
     assert sorted(new.post("/api/v1/continue")["continued"]) == sorted(before)
     assert job.result() == "29"  # 4 + 9 + 16: every worker ran on from its own stop
+
+
+async def test_raydap_dap_resumes_the_editors_session_on_the_new_bridge(
+    bridges: Callable[..., BridgeProcess],
+    run_job: Callable[[str], Job],
+    dap_command: StartAdapter,
+) -> None:
+    old, job, before = three_paused(bridges, run_job)
+    editor = await dap_command(old, "--follow", f"job={job.job_id}")
+    after_the_stop = {"path": str(JOBS / "three_squares.py")}
+    line = break_line("three_squares.py", "square") + 1  # return y
+
+    async def configure() -> None:
+        answer = await editor.request(
+            "setBreakpoints", {"source": after_the_stop, "breakpoints": [{"line": line}]}
+        )
+        configured.extend(answer.body["breakpoints"])
+
+    configured: list[dict] = []  # type: ignore[type-arg]
+    await editor.attach(configure=configure)
+    stops = [(await editor.wait_event("stopped", timeout=60)).body for _ in range(3)]
+    thread = stops[0]["threadId"]
+    [frame, *_] = (await editor.request("stackTrace", {"threadId": thread})).body["stackFrames"]
+    [scope, *_] = (await editor.request("scopes", {"frameId": frame["id"]})).body["scopes"]
+    local = await editor.request("variables", {"variablesReference": scope["variablesReference"]})
+    value = await evaluate(editor, frame, "x, y")
+
+    new = bridges("--replace", str(old.process.pid), log="new.log")
+    assert old.process.wait(timeout=30) == 0, old.log.read_text()[-3000:]
+    await editor.wait_event("output", where=lambda e: "reconnected" in e.body["output"])
+
+    # The ids the editor holds are good on the new bridge: nothing to fetch again.
+    assert await evaluate(editor, frame, "x, y") == value
+    again = await editor.request("variables", {"variablesReference": scope["variablesReference"]})
+    assert again.body == local.body
+    threads = (await editor.request("threads")).body["threads"]
+    assert {t["id"] for t in threads} == {s["threadId"] for s in stops}
+    assert not [e for e in editor.events if e.event == "terminated"]
+    replayed = [(await editor.wait_event("stopped", timeout=60)).body for _ in range(3)]
+    assert {s["threadId"] for s in replayed} == {s["threadId"] for s in stops}
+
+    # Its breakpoint, set before the replace, stops each worker again under the same id.
+    await editor.request("raydapContinueAll")
+    hits = [(await editor.wait_event("stopped", timeout=60)).body for _ in range(3)]
+    assert {tuple(h["hitBreakpointIds"]) for h in hits} == {(configured[0]["id"],)}
+    at_the_breakpoint = {rid: ("square", line) for rid in before}
+    await until(lambda: paused(new, job) == at_the_breakpoint, what="the records at line 11")
+    await editor.request("raydapContinueAll")
+    assert job.result() == "29"
 
 
 async def test_sighup_hands_over_to_a_new_process_of_the_same_bridge(
