@@ -36,6 +36,8 @@ Connect = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWrite
 
 #: How long to look for the new bridge after a replace (it listens before the old one goes).
 RECONNECT_WITHIN = 30.0
+#: How long a session that could not be resumed answers the editor, waiting for it to let go.
+ANSWER_ALONE_FOR = 10.0
 #: Seqs of the relay's own requests, apart from any an editor uses.
 OWN_SEQS = 1_000_000_000
 
@@ -90,6 +92,7 @@ class Relay:
         self._own: dict[int, asyncio.Future[Response]] = {}
         self._writer: asyncio.StreamWriter | None = None
         self._resuming = False  # attaching to a new bridge on the editor's behalf
+        self._ended: str | None = None  # why the session could not go on
 
     async def run(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
         self._writer = writer
@@ -103,6 +106,8 @@ class Relay:
                 if editor in done or (resume := bridge.result()) is None:
                     break
                 bridge = await self._resume(resume, editor)
+            if self._ended is not None:  # answer the editor until it lets go
+                await asyncio.wait({editor}, timeout=ANSWER_ALONE_FOR)
         finally:
             editor.cancel()
             if bridge is not None:
@@ -131,7 +136,10 @@ class Relay:
                         self._initialize = message
                     elif message.command == "attach":
                         self._attach = message
-                if self._held is not None:
+                if self._ended is not None:
+                    if await self._answer_alone(message):
+                        return
+                elif self._held is not None:
                     self._held.append(message)
                 else:
                     await self._to_bridge(message)
@@ -152,6 +160,7 @@ class Relay:
             while data := await reader.read(256 * 1024):
                 for message in decoder.feed(data):
                     if isinstance(message, Event) and message.event == REPLACED_EVENT:
+                        self._held = []  # from now on, for the new bridge
                         body = message.body if isinstance(message.body, dict) else {}
                         await self.editor.say(str(body.get("message", "the bridge was replaced")))
                         resume = body.get("resume")
@@ -196,7 +205,6 @@ class Relay:
     ) -> asyncio.Task[dict[str, Any] | None] | None:
         """Attach to the new bridge with ``resume``; the task relaying from it, or None when
         the session ends here (the editor is told why)."""
-        self._held = []
         assert self._writer is not None
         self._writer.close()  # the old process goes; its answers are lost with it
         for seq, command in self._unanswered.items():
@@ -243,15 +251,22 @@ class Relay:
             self._resuming = False
 
     async def _give_up(self, why: str) -> None:
-        """End the editor's session, answering what it sent meanwhile."""
+        """End the editor's session, answering what it sent meanwhile and sends after."""
+        self._ended = why
         await self.editor.say(f"could not resume the session: {why}", "important")
         for message in self._held or []:
-            if isinstance(message, Request):
-                ok = message.command == "disconnect"
-                reply = Response(
-                    request_seq=message.seq, success=ok, command=message.command,
-                    message=None if ok else f"raydap: {why}",
-                )  # fmt: skip
-                await self.editor.send(reply)
+            await self._answer_alone(message)
         self._held = None
         await self.editor.send(event("terminated"))
+
+    async def _answer_alone(self, message: Message) -> bool:
+        """Answer a request with no bridge to ask: True once the editor disconnects."""
+        if not isinstance(message, Request):
+            return False
+        ok = message.command == "disconnect"
+        reply = Response(
+            request_seq=message.seq, success=ok, command=message.command,
+            message=None if ok else f"raydap: {self._ended}",
+        )  # fmt: skip
+        await self.editor.send(reply)
+        return ok
