@@ -4,6 +4,7 @@ worker stays paused at the same stop, under the same id, on the same ports."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -25,6 +26,7 @@ from tests.e2e.conftest import (
     Job,
     StartAdapter,
     break_line,
+    require_tools,
     start_bridge,
     start_job,
     stop_bridge,
@@ -42,6 +44,11 @@ from tests.e2e.test_live import (
 from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
+
+EXTENSION = Path(__file__).resolve().parents[2] / "vscode-ext"
+#: The extension's debug adapter, compiled by ``npm test`` (``make ext-check``).
+EXTENSION_ADAPTER = EXTENSION / "out" / "src" / "bridgeDebugAdapter.js"
+RESUME_DRIVER = EXTENSION / "test" / "e2e" / "resume.cjs"
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +183,41 @@ async def test_raydap_dap_resumes_the_editors_session_on_the_new_bridge(
     await until(lambda: paused(new, job) == at_the_breakpoint, what="the records at line 11")
     await editor.request("raydapContinueAll")
     assert job.result() == "29"
+
+
+@pytest.mark.parametrize("transport", ["tcp", "websocket"])
+async def test_the_vscode_extensions_adapter_resumes_its_session_on_the_new_bridge(
+    bridges: Callable[..., BridgeProcess], run_job: Callable[[str], Job], transport: str
+) -> None:
+    require_tools(EXTENSION_ADAPTER, make="make ext-check")
+    old, job, _ = three_paused(bridges, run_job)
+    where = (
+        f"{old.dap_host}:{old.dap_port}"
+        if transport == "tcp"
+        else f"{old.url}/dap".replace("http", "ws", 1)
+    )
+    editor = await asyncio.create_subprocess_exec(
+        "node", str(RESUME_DRIVER), transport, where, old.token or "", job.job_id,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert editor.stdin is not None and editor.stdout is not None
+    try:
+        first = json.loads(await asyncio.wait_for(editor.stdout.readline(), 120) or b"null")
+        assert first is not None, "the editor's adapter failed before the replace"
+        bridges("--replace", str(old.process.pid), log="new.log")
+        assert old.process.wait(timeout=30) == 0, old.log.read_text()[-3000:]
+        editor.stdin.write(b"replaced\n")
+        after = json.loads(await asyncio.wait_for(editor.stdout.readline(), 120) or b"null")
+        assert after is not None, "the editor's adapter failed after the replace"
+        assert after["value"] == first["value"]  # the frame id from before the replace
+        assert sorted(after["threads"]) == sorted(after["replayed"]) == sorted(first["stops"])
+        assert after["terminated"] == 0
+        assert job.result() == "29"
+        assert await asyncio.wait_for(editor.wait(), 30) == 0
+    finally:
+        if editor.returncode is None:
+            editor.kill()
+            await editor.wait()
 
 
 async def test_sighup_hands_over_to_a_new_process_of_the_same_bridge(

@@ -1,7 +1,7 @@
 /**
  * The `ray` debug type: configurations are checked and completed here, and each session is
- * connected to the bridge, over its DAP TCP port (`DebugAdapterServer`) or over the `/dap`
- * WebSocket (an inline adapter) as the `raydap.transport` setting says.
+ * an inline adapter (`bridgeDebugAdapter.ts`) connected to the bridge over its DAP TCP port or
+ * its `/dap` WebSocket, as the `raydap.transport` setting says; it survives a bridge replace.
  */
 
 import * as vscode from 'vscode';
@@ -9,7 +9,8 @@ import * as vscode from 'vscode';
 import { BridgeApi } from './bridgeApi';
 import { ConfigError, endpoints, resolveAttach, withToken, type AttachConfiguration } from './settings';
 import type { Connection } from './connection';
-import { WebSocketDebugAdapter } from './webSocketAdapter';
+import { BridgeDebugAdapter } from './bridgeDebugAdapter';
+import { overTcp, overWebSocket } from './dapTransport';
 
 export const DEBUG_TYPE = 'ray';
 
@@ -61,14 +62,14 @@ export class RayAdapterFactory implements vscode.DebugAdapterDescriptorFactory {
     const config = session.configuration as AttachConfiguration;
     const where = endpoints(config.bridgeUrl);
     const token = await this.connection.token();
-    // VS Code's DebugAdapterServer speaks plain TCP only; a TLS bridge is reached over wss.
+    // Node's TCP socket speaks plain TCP only; a TLS bridge is reached over wss.
     if (config.transport === 'websocket' || where.secure) {
       this.log.appendLine(`session "${session.name}": DAP over ${where.dap}`);
-      return new vscode.DebugAdapterInlineImplementation(new WebSocketDebugAdapter(where.dap, token));
+      return new vscode.DebugAdapterInlineImplementation(new BridgeDebugAdapter(overWebSocket(where.dap, token)));
     }
     const port = config.dapPort || (await new BridgeApi(config.bridgeUrl, token).health()).dap_port;
     this.log.appendLine(`session "${session.name}": DAP over tcp://${where.host}:${port}`);
-    return new vscode.DebugAdapterServer(port, where.host);
+    return new vscode.DebugAdapterInlineImplementation(new BridgeDebugAdapter(overTcp(where.host, port)));
   }
 }
 
