@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from ssl import SSLContext
 from typing import Any, Protocol
 
+from raydap.adapter import StreamChannel
 from raydap.adapter.resume import REPLACED_EVENT
 from raydap.protocol import (
     Decoder,
@@ -162,7 +165,10 @@ class Relay:
                     if isinstance(message, Event) and message.event == REPLACED_EVENT:
                         self._held = []  # from now on, for the new bridge
                         body = message.body if isinstance(message.body, dict) else {}
-                        await self.editor.say(str(body.get("message", "the bridge was replaced")))
+                        await self.editor.say(
+                            f"the bridge was replaced by pid {body.get('pid', '?')}; "
+                            "resuming this session there"
+                        )
                         resume = body.get("resume")
                         return resume if isinstance(resume, dict) else None
                     await self._from_bridge_one(message)
@@ -270,3 +276,27 @@ class Relay:
         )  # fmt: skip
         await self.editor.send(reply)
         return ok
+
+
+_relaying: set[asyncio.Task[int]] = set()
+
+
+async def relayed_channel(host: str, port: int, ssl: SSLContext | None = None) -> StreamChannel:
+    """A channel to the bridge's DAP port through a :class:`Relay` in this process (over a
+    socket pair), so a client here (the pdb of ``raydap attach``) keeps its session when the
+    bridge is replaced. The channel ends when the relay does."""
+
+    def connect() -> Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+        return asyncio.open_connection(host, port, ssl=ssl, limit=2**20)
+
+    bridge_in, bridge_out = await connect()
+    ours, relays = socket.socketpair()
+    relay_in, relay_out = await asyncio.open_connection(sock=relays, limit=2**20)
+    running = asyncio.create_task(
+        Relay(Editor(relay_in, relay_out), connect).run(bridge_in, bridge_out)
+    )
+    _relaying.add(running)
+    running.add_done_callback(_relaying.discard)
+    running.add_done_callback(lambda _: relay_out.close())  # the client reads its end
+    reader, writer = await asyncio.open_connection(sock=ours, limit=2**20)
+    return StreamChannel(reader, writer, peer=f"{host}:{port}")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,6 +43,7 @@ from tests.e2e.test_live import (
     running_ranks,
     wait_workers,
 )
+from tests.e2e.tmux import PROMPT, Terminal
 from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
@@ -182,6 +185,33 @@ async def test_raydap_dap_resumes_the_editors_session_on_the_new_bridge(
     at_the_breakpoint = {rid: ("square", line) for rid in before}
     await until(lambda: paused(new, job) == at_the_breakpoint, what="the records at line 11")
     await editor.request("raydapContinueAll")
+    assert job.result() == "29"
+
+
+def test_a_pdb_in_the_terminal_goes_on_after_a_replace(
+    bridges: Callable[..., BridgeProcess], run_job: Callable[[str], Job], tmp_path: Path
+) -> None:
+    require_tools(Path(shutil.which("tmux") or "tmux"))
+    old, job, before = three_paused(bridges, run_job)
+    first = sorted(before)[0]
+    env = {"RAYDAP_URL": old.url, "RAYDAP_HISTORY": str(tmp_path / "history")}
+    term = Terminal([sys.executable, "-m", "raydap.bridge", "attach", first[:6]], env)
+    try:
+        term.wait_for(lambda text: re.search(PROMPT + r"\s*$", text) is not None)
+        value = term.command("p x, y")
+        assert value in ("(2, 4)", "(3, 9)", "(4, 16)")
+
+        bridges("--replace", str(old.process.pid), log="new.log")
+        assert old.process.wait(timeout=30) == 0, old.log.read_text()[-3000:]
+        again = term.command("p x, y", timeout=60).splitlines()
+        assert again[-1] == value, again  # after the lines saying it went on
+        assert any("reconnected" in line for line in again), again
+        term.type("c")
+        term.wait_for("EXITED 0", timeout=60)
+    finally:
+        term.close()
+    continued = old.post("/api/v1/continue")["continued"]  # the same address: the new bridge
+    assert sorted(continued) == sorted(set(before) - {first})
     assert job.result() == "29"
 
 

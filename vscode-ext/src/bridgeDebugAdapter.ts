@@ -87,7 +87,7 @@ export class BridgeDebugAdapter implements vscode.DebugAdapter {
 
   private fromBridge(message: Message): void {
     if (message.type === 'event' && message.event === REPLACED_EVENT) {
-      void this.resume((message.body ?? {}) as { message?: string; resume?: unknown });
+      void this.resume((message.body ?? {}) as { pid?: number; resume?: unknown });
       return;
     }
     if (message.type === 'response' && typeof message.request_seq === 'number') {
@@ -104,10 +104,10 @@ export class BridgeDebugAdapter implements vscode.DebugAdapter {
 
   // -- resuming on the bridge that replaced this one ----------------------------------------
 
-  private async resume(told: { message?: string; resume?: unknown }): Promise<void> {
+  private async resume(told: { pid?: number; resume?: unknown }): Promise<void> {
     this.held = [];
     this.resuming = true;
-    this.say(told.message ?? 'the bridge was replaced');
+    this.say(`the bridge was replaced by pid ${told.pid ?? '?'}; resuming this session there`);
     this.transport.close(); // the old process goes; its answers are lost with it
     for (const [seq, command] of this.unanswered) {
       this.emit(this.reply({ seq, command }, false, 'raydap: the bridge was replaced while this was asked; ask again'));

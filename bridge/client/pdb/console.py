@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from raydap.bridge.client.dap_client import DapClient, DapRequestFailed
+from raydap.bridge.client.dap_relay import relayed_channel
 from raydap.bridge.client.pdb import commands
 from raydap.bridge.client.pdb.debugger import Debugger, SessionEnded
 from raydap.bridge.client.pdb.handlers import QUIT, RESUMED, dispatch
@@ -202,6 +203,10 @@ class Console:
                 print("\nKeyboardInterrupt")
 
 
+async def _connect(host: str, port: int, ssl: Any, token: str | None) -> DapClient:
+    return DapClient(await relayed_channel(host, port, ssl), token=token)
+
+
 async def _attach(client: DapClient, arguments: dict[str, Any]) -> None:
     await client.attach(**arguments)
 
@@ -213,7 +218,8 @@ def run_terminal(
     loop = LoopThread()
     history = History(history_file())
     try:
-        client = loop.call(DapClient.connect(host, port, ssl=ssl, token=token))
+        # Through a relay, so the session goes on when the bridge is replaced.
+        client = loop.call(_connect(host, port, ssl, token))
     except OSError as exc:
         print(f"raydap: cannot reach the bridge's DAP port {host}:{port}: {exc}")
         loop.stop()

@@ -91,7 +91,7 @@ test('a replaced bridge is left for the new one: held requests go on, unanswered
     const old = fake.dapSockets[0];
     old?.send(JSON.stringify({ type: 'event', seq: 9, event: REPLACED_EVENT, body: { pid: 7, message: 'replaced', resume } }));
     old?.send(JSON.stringify({ type: 'event', seq: 10, event: 'thread', body: { reason: 'exited', threadId: 1 } }));
-    await eventually(() => received.some((m) => m.body?.output === 'raydap: replaced\n'), 'the editor told');
+    await eventually(() => received.some((m) => m.body?.output === 'raydap: the bridge was replaced by pid 7; resuming this session there\n'), 'the editor told');
     adapter.handleMessage({ type: 'request', seq: 4, command: 'stackTrace', arguments: { threadId: 1 } });
 
     await eventually(() => sent.length === 4, 'initialize at the new bridge');

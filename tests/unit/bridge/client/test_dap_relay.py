@@ -165,7 +165,7 @@ async def test_a_replaced_bridge_is_left_for_the_new_one_with_nothing_lost() -> 
     assert editor.events("thread") == [] and len(editor.events("stopped")) == 1
     said = [e.body["output"] for e in editor.events("output")]
     assert said == [
-        "raydap: replaced\n",
+        "raydap: the bridge was replaced by pid 77; resuming this session there\n",
         "raydap: reconnected to the new bridge: same stops, same ids\n",
     ]
 
