@@ -1,5 +1,6 @@
 """What raydap runs on a worker's own node, inside a small pinned Ray task: read stacks with
-py-spy, and pause a running worker in place.
+py-spy, pause a running worker in place, and make a paused one whose debug port refuses
+reachable again.
 
 Shipped to the workers by value, not by import (like the doctor's probe), so it works where
 raydap is not installed; it uses only the standard library, Ray and debugpy.
@@ -57,13 +58,65 @@ signal.signal(signal.SIGUSR2, raydap_pause)
 """
 
 
-def _handler_file() -> str:
-    """Where :data:`PAUSE_HANDLER` is written: a directory only this user may write to."""
+#: Injected into a worker paused at ``breakpoint()`` whose debugpy adapter has exited: its
+#: port refuses, and its main thread waits in ``debugpy.wait_for_client()`` for a client
+#: that can never come. On the signal, the handler (in that main thread, inside the wait):
+#:
+#: - opens a new debugpy listener. ``debugpy.listen()`` refuses a second call
+#:   (``listen.called``), and the pydevd that the first one set up patches process creation,
+#:   so the new adapter would start as a debugged child of the dead one: the flag is reset and
+#:   ``_posixsubprocess.fork_exec``/``subprocess._fork_exec`` are their originals meanwhile;
+#: - tells Ray the new port (the State API lists it), so the bridge finds and holds the
+#:   worker again;
+#: - waits there for that client, then ends the first wait (its own event, bound before the
+#:   second call replaces it), so Ray's ``set_trace`` goes on and stops at the same
+#:   ``breakpoint()``, with the same values.
+RESCUE_HANDLER = """\"\"\"Installed by raydap to make this paused worker reachable again.\"\"\"
+import signal
+
+_previous = signal.getsignal(signal.SIGUSR2)
+
+
+def raydap_rescue(signum, frame):
+    signal.signal(signal.SIGUSR2, signal.SIG_DFL if _previous is None else _previous)
+    import _posixsubprocess
+    import subprocess
+
+    import debugpy
+    import ray
+    from debugpy.server import api
+
+    worker = ray._private.worker.global_worker
+    first_wait = api.wait_for_client.cancel  # the stuck call's own event
+    patched = [(_posixsubprocess, "fork_exec"), (subprocess, "_fork_exec")]
+    saved = [getattr(module, name, None) for module, name in patched]
+    for module, name in patched:
+        original = getattr(module, "original_" + name, None)
+        if original is not None:
+            setattr(module, name, original)
+    try:
+        api.listen.called = False
+        host, port = debugpy.listen((worker.node_ip_address, 0))
+    finally:
+        for (module, name), function in zip(patched, saved):
+            if function is not None:
+                setattr(module, name, function)
+    worker.set_debugger_port(port)
+    debugpy.wait_for_client()
+    first_wait()
+
+
+signal.signal(signal.SIGUSR2, raydap_rescue)
+"""
+
+
+def _handler_file(name: str, source: str) -> str:
+    """Where a handler is written: a directory only this user may write to."""
     folder = os.path.join(os.path.expanduser("~"), ".cache", "raydap")
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    path = os.path.join(folder, "pause_handler.py")
+    path = os.path.join(folder, f"{name}.py")
     with open(path, "w") as file:
-        file.write(PAUSE_HANDLER)
+        file.write(source)
     return path
 
 
@@ -156,8 +209,20 @@ def _environment(pid: int, wanted: tuple[str, ...]) -> dict[str, str]:
 
 
 def pause_in_place(pid: int) -> str:
-    """Make ``pid`` pause where it is: inject :data:`PAUSE_HANDLER`, then send the signal.
-    "" once done, else why not and what to install or allow.
+    """Make ``pid`` pause where it is (:data:`PAUSE_HANDLER`). "" once done, else why not
+    and what to install or allow."""
+    return _signal_handler_into(pid, "pause_handler", PAUSE_HANDLER)
+
+
+def rescue_in_place(pid: int) -> str:
+    """Make ``pid``, paused at ``breakpoint()`` behind a dead debugpy adapter, reachable
+    again at the same stop (:data:`RESCUE_HANDLER`). "" once the handler was set off, else
+    why not and what to install or allow."""
+    return _signal_handler_into(pid, "rescue_handler", RESCUE_HANDLER)
+
+
+def _signal_handler_into(pid: int, name: str, source: str) -> str:
+    """Install a handler of :data:`PAUSE_SIGNAL_NAME` in ``pid``, then send the signal.
 
     Python < 3.14: debugpy's attach-by-pid machinery (gdb calls into the process).
     Python >= 3.14: ``sys.remote_exec`` (its code runs at the next bytecode, so the signal
@@ -169,7 +234,7 @@ def pause_in_place(pid: int) -> str:
 
     if os.environ.get("PYTHON_DISABLE_REMOTE_DEBUG"):
         return "PYTHON_DISABLE_REMOTE_DEBUG is set where the worker runs: unset it to allow this"
-    handler = _handler_file()
+    handler = _handler_file(name, source)
     install = f"exec(compile(open({handler!r}).read(), {handler!r}, 'exec'), {{}})"
     if sys.version_info >= (3, 14):
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:

@@ -51,6 +51,7 @@ from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
 from raydap.bridge.workers.outside_pause import OutsidePause
 from raydap.bridge.workers.registry import Registry
+from raydap.bridge.workers.rescue import Rescuer
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,8 @@ class Bridge:
         self.remote_stacks = RemoteStacks(
             self.dashboard, self.ray_driver, timeout=settings.request_timeout
         )
+        self.rescuer = Rescuer(self.registry, self.ray_driver)
+        self.holder.on_refused = self.rescuer.rescue
         self.outside_pause = OutsidePause(
             self.holder, self.dashboard, self.ray_driver, remote_stacks=self.remote_stacks
         )
@@ -379,6 +382,7 @@ class Bridge:
         await self._stop_work()
         await self.dap.close()
         await self.outside_pause.close()
+        await self.rescuer.close()
         if self.live is not None:
             await self.live.close()
         await self.holder.close()

@@ -73,6 +73,10 @@ def child_record_id(parent: BreakpointRecord, pid: int) -> str:
     return hashlib.sha256(f"{parent.worker_id or parent.id}/{pid}".encode()).hexdigest()[:12]
 
 
+class PortRefused(UpstreamError):
+    """The worker's debug port refuses connections: its debugpy adapter has exited."""
+
+
 class Holder:
     def __init__(
         self,
@@ -103,6 +107,8 @@ class Holder:
         self.live_hooks: LiveHooks | None = None
         #: Why no worker is handed out: set while the workers are lent to a new bridge.
         self.handing_over = ""
+        #: Told of a paused worker whose debug port refuses (see :mod:`.rescue`).
+        self.on_refused: Callable[[BreakpointRecord], object] | None = None
 
     # -- discovery side ---------------------------------------------------------------------
 
@@ -111,14 +117,16 @@ class Holder:
         failed a moment ago)."""
         rid = record_id(worker_id)
         record = self.registry.get(rid)
-        if record is not None and record.state != "failed":
-            return True
+        if rid in self._holding or (record is not None and record.state != "failed"):
+            return True  # a failed one stays listed as failed while it is tried again
         failed = self._failed_at.get(rid)
         return failed is not None and time.monotonic() - failed < RETRY_AFTER
 
     def still_paused(self, worker_ids: set[str]) -> None:
         """Forget failed workers that are no longer paused (discovery reports each poll)."""
         for record in self.registry.records():
+            if record.id in self._holding:
+                continue  # tried again, and its new client took it out of Ray's paused list
             if record.state == "failed" and record.worker_id not in worker_ids:
                 self.registry.remove(record.id)
                 self._failed_at.pop(record.id, None)
@@ -140,8 +148,12 @@ class Holder:
             working_dir=live.cwd if live else None,
             rank=rank_from_environment(live.env) if live else None,
         )
-        if (self.registry.get(record.id) or record).state != "failed":
-            self.registry.put(record)  # a failed one stays listed as such while retried
+        listed = self.registry.get(record.id)
+        if listed is None or listed.state != "failed":
+            self.registry.put(record)
+        elif listed.debugger_port != record.debugger_port:  # a listener reopened in it
+            self.registry.put(listed.model_copy(update={"debugger_port": record.debugger_port}))
+        # (a failed one stays listed as such while it is tried again)
         self._holding[record.id] = asyncio.get_running_loop().create_future()
         self._spawn(self._hold(record, live))
 
@@ -212,6 +224,8 @@ class Holder:
             self._failed_at[record.id] = time.monotonic()
             failed = self.registry.get(record.id) or record
             self.registry.put(failed.model_copy(update={"state": "failed", "error": str(exc)}))
+            if isinstance(exc, PortRefused) and self.on_refused is not None and not record.live:
+                self.on_refused(failed)
             waiter.set_exception(AttachError(f"could not attach to {record.label}: {exc}"))
             waiter.exception()  # retrieved: nobody may be waiting
             return
@@ -249,7 +263,7 @@ class Holder:
         try:
             channel = await open_tcp_channel(record.node_ip, record.debugger_port)
         except ConnectionRefusedError:
-            raise UpstreamError(
+            raise PortRefused(
                 f"its debugpy port {record.debugger_port} refuses connections: debugpy's "
                 "adapter has exited, so no debugger can attach and the worker waits "
                 "forever; restart the worker or its job"

@@ -25,11 +25,15 @@ def test_remote_debugging_turned_off_is_respected(monkeypatch: pytest.MonkeyPatc
     assert "PYTHON_DISABLE_REMOTE_DEBUG" in on_node.pause_in_place(os.getpid())
 
 
-def test_the_handler_file_is_private_and_valid_python(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+@pytest.mark.parametrize(
+    ("name", "source"),
+    [("pause_handler", on_node.PAUSE_HANDLER), ("rescue_handler", on_node.RESCUE_HANDLER)],
+)
+def test_the_handler_files_are_private_and_valid_python(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, source: str
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    written = Path(on_node._handler_file())
+    written = Path(on_node._handler_file(name, source))
     assert written.parent.stat().st_mode & 0o077 == 0  # only its owner may write there
     compile(written.read_text(), str(written), "exec")
 
