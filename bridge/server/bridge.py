@@ -262,6 +262,8 @@ class Bridge:
                     peer=f"{record.node_ip}:{record.debugger_port}",
                 )
                 self.holder.adopt(record, channel, worker.carried)
+            if received.offer.hangs is not None and self.hangs is not None:
+                self.hangs.recall(received.offer.hangs)  # the same verdicts, going on
         self._start_work()
         self._giver = handover.Giver(
             handover.socket_path(settings.runtime_dir, os.getpid()),
@@ -334,6 +336,7 @@ class Bridge:
             workers=workers,
             descriptors=len(descriptors),
             generated_token=self._generated_token,
+            hangs=self.hangs.remember() if self.hangs is not None else None,
         )
         return handover.Lent(offer, descriptors)
 

@@ -14,8 +14,9 @@ owner-only directory), and talks only to a process of its own user (``SO_PEERCRE
     new -> old   Taken      the new bridge serves: the old one lets go and exits
 
 If the new process says anything else, exits, or is silent for ``TAKE_WITHIN`` seconds, the old
-one reads its workers again and serves on. Client sessions are not passed (TLS sessions cannot
-be): their connections close and clients attach again, to the same ports and the same stops.
+one reads its workers again and serves on. Client connections are not passed (TLS sessions cannot
+be): each client is sent what it needs to resume its session on the new process
+(:mod:`raydap.adapter.resume`), and raydap's own clients do so.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from raydap.adapter import Carried
+from raydap.bridge.workers.hangs import HangMemory
 from raydap.bridge.workers.records import BreakpointRecord
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,8 @@ class Offer(BaseModel):
     #: The debug token the old bridge made for itself, if it was given none: a new bridge
     #: given none either keeps it, so clients that have it still get in.
     generated_token: str | None = None
+    #: The hang watch's memory (None: the watch was off).
+    hangs: HangMemory | None = None
 
 
 class Refusal(BaseModel):

@@ -28,7 +28,14 @@ from raydap.bridge.workers.collective_reader import CollectiveReader, Finding
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.frames import fold
 from raydap.bridge.workers.hang_reports import HangReports
-from raydap.bridge.workers.hangs import HangJudge, RankSample, Verdict, news, own_frame
+from raydap.bridge.workers.hangs import (
+    HangJudge,
+    HangMemory,
+    RankSample,
+    Verdict,
+    news,
+    own_frame,
+)
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.ranks import rank_from_environment
 from raydap.bridge.workers.stacks import StackOptions, running_workers, stacks
@@ -87,6 +94,15 @@ class HangWatch:
         if len(self.asked) >= MAX_WATCHED and job not in self.asked:
             raise ValueError(f"already watching {MAX_WATCHED} jobs by request")
         self.asked.add(job)
+
+    def remember(self) -> HangMemory:
+        """What the watch knows, for the bridge process that replaces this one."""
+        return self.judge.remember().model_copy(update={"asked": sorted(self.asked)})
+
+    def recall(self, memory: HangMemory) -> None:
+        """Go on from what a replaced bridge's watch knew."""
+        self.judge.recall(memory)
+        self.asked = set(memory.asked[:MAX_WATCHED])
 
     def verdicts(self) -> list[Verdict]:
         return sorted(

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from raydap.bridge.cluster.pyspy import Frame
 from raydap.bridge.workers.desync import Collective
@@ -124,6 +124,19 @@ class JobWatch:
         #: When its recorders last said it went on while its stacks stood still.
         self._counted_on = float("-inf")
 
+    def remember(self) -> JobMemory:
+        seen = [(worker, where, at) for worker, (where, at) in self._seen.items()]
+        counted_on = None if self._counted_on == float("-inf") else self._counted_on
+        return JobMemory(seen=seen, counted_on=counted_on)
+
+    @classmethod
+    def recall(cls, job: str, memory: JobMemory) -> JobWatch:
+        watch = cls(job)
+        watch._seen = {worker: (where, at) for worker, where, at in memory.seen}
+        if memory.counted_on is not None:
+            watch._counted_on = memory.counted_on
+        return watch
+
     def _stacks_moved(self, now: float) -> float:
         return max((at for _, at in self._seen.values()), default=now)
 
@@ -222,6 +235,25 @@ def waiting_on(wait: Wait) -> str:
     return f"waiting on a {wait.kind}" if wait.kind in ("queue", "future") else f"in {wait.kind}"
 
 
+class JobMemory(BaseModel):
+    """What a :class:`JobWatch` remembers, as plain values (handed to a new bridge process)."""
+
+    #: ``(worker, where its stack stands, since when)``.
+    seen: list[tuple[str, Signature, float]] = Field(default_factory=list, max_length=100_000)
+    #: When its recorders last said it went on (None: never).
+    counted_on: float | None = None
+
+
+class HangMemory(BaseModel):
+    """Every watched job's memory and latest verdict: a replaced bridge's judge goes on
+    from where this one stood rather than from nothing."""
+
+    jobs: dict[str, JobMemory] = Field(default_factory=dict, max_length=10_000)
+    verdicts: dict[str, Verdict] = Field(default_factory=dict, max_length=10_000)
+    #: Jobs a person asked to watch (``POST /api/v1/hangs/watch``).
+    asked: list[str] = Field(default_factory=list, max_length=10_000)
+
+
 class HangJudge:
     """Every watched job's :class:`JobWatch`, and their latest verdicts."""
 
@@ -255,6 +287,16 @@ class HangJudge:
 
     def jobs(self) -> list[str]:
         return list(self._jobs)
+
+    def remember(self) -> HangMemory:
+        return HangMemory(
+            jobs={job: watch.remember() for job, watch in self._jobs.items()},
+            verdicts=dict(self.verdicts),
+        )
+
+    def recall(self, memory: HangMemory) -> None:
+        self._jobs = {job: JobWatch.recall(job, kept) for job, kept in memory.jobs.items()}
+        self.verdicts = dict(memory.verdicts)
 
 
 def news(before: Verdict | None, after: Verdict) -> bool:

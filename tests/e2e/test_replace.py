@@ -344,6 +344,37 @@ async def test_a_replace_during_a_follow_session_of_live_ranks_keeps_their_break
     await finish_every_rank(new, job)
 
 
+async def test_a_replace_keeps_the_hang_watchs_verdicts_and_the_jobs_asked_for(
+    bridges: Callable[..., BridgeProcess], run_job: Callable[[str], Job]
+) -> None:
+    watch = ("--hang-after", "3", "--hang-sample-interval", "1")
+    old = bridges(*watch, log="old.log")
+    job = run_job("hung_ranks.py")
+    old.post("/api/v1/hangs/watch", {"job": job.job_id})
+
+    def verdict(bridge: BridgeProcess) -> dict | None:  # type: ignore[type-arg]
+        jobs = bridge.get("/api/v1/hangs")["jobs"]
+        return next((v for v in jobs if v["job"] == job.job_id), None)
+
+    hung = await until(
+        lambda: (v := verdict(old)) is not None and v["state"] == "suspected_hang" and v,
+        timeout=60, what="a suspected hang",
+    )  # fmt: skip
+    new = bridges("--replace", str(old.process.pid), *watch, log="new.log")
+    assert old.process.wait(timeout=30) == 0, old.log.read_text()[-3000:]
+    # At once, and from the replaced bridge's memory: a bridge starting from nothing would
+    # have no verdict yet, then call the job progressing for 3 s.
+    after = verdict(new)
+    assert after is not None and after["state"] == "suspected_hang", after
+    assert after["since"] == hung["since"]
+    assert [s["rank"] for s in after["stragglers"]] == [s["rank"] for s in hung["stragglers"]]
+    # Still watched (asked for by hand; it has no live worker): a job no longer watched is
+    # forgotten at the next sample, one a second. A check that nothing happens: 3 samples.
+    for _ in range(6):
+        await asyncio.sleep(0.5)
+        assert verdict(new) is not None, new.log.read_text()[-2000:]
+
+
 def test_a_second_bridge_without_replace_on_busy_ports_refuses_and_the_first_serves_on(
     bridges: Callable[..., BridgeProcess], head: LocalRay
 ) -> None:

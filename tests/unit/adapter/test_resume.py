@@ -16,6 +16,7 @@ from raydap.adapter.paths import PathMapper
 from raydap.adapter.resume import MAX_ITEMS, REPLACED_EVENT, Resume
 from raydap.protocol import Event, Request, Response
 from tests.unit.adapter.test_session import DebugGrant, MemoryChannel
+from tests.waiting import until
 
 
 class ViewGrant:
@@ -90,10 +91,7 @@ async def attach(
     running = asyncio.create_task(session.run())
     channel.incoming.put_nowait(Request(seq=1, command="initialize", arguments={}))
     channel.incoming.put_nowait(Request(seq=2, command="attach", arguments=arguments))
-    for _ in range(500):
-        if 2 in channel.answers():
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: 2 in channel.answers(), what="the attach answered")
     [answer] = channel.answers()[2]
     channel.incoming.put_nowait(None)
     await asyncio.wait_for(running, 5)
@@ -137,10 +135,7 @@ async def test_a_replaced_bridge_tells_its_attached_client_how_to_resume() -> No
     running = asyncio.create_task(session.run())
     for seq, command in enumerate(("initialize", "attach", "configurationDone"), 1):
         channel.incoming.put_nowait(Request(seq=seq, command=command, arguments={}))
-    for _ in range(500):
-        if session.phase is Phase.ATTACHED:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: session.phase is Phase.ATTACHED, what="the session attached")
     session.replaced(4242)
     assert await session.sent(timeout=5)
     [told] = [m for m in channel.sent if isinstance(m, Event) and m.event == REPLACED_EVENT]

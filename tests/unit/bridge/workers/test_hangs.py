@@ -1,7 +1,7 @@
 """The hang verdict over samples in time: four ranks, three in all_reduce, one apart."""
 
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.hangs import HangJudge, RankSample, news
+from raydap.bridge.workers.hangs import HangJudge, HangMemory, RankSample, news
 
 C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
 
@@ -81,3 +81,20 @@ def test_the_summary_names_the_users_frame_and_what_it_waits_on() -> None:
         "no progress: 2 ranks wait in all_reduce; rank 2 in fetch_batch (waiting on an Event); "
         "rank 3 in load (waiting on a lock)"
     )
+
+
+def test_a_judge_handed_to_a_new_bridge_process_goes_on_where_it_stood() -> None:
+    judge = HangJudge(hang_after=60)
+    judge.observe("job", ranks(REDUCING, REDUCING, FETCHING), now=100)
+    hung = judge.observe("job", ranks(REDUCING, REDUCING, POLLING), now=161)
+    judge.moved("other", ranks(REDUCING), now=150)
+    memory = judge.remember().model_copy(update={"asked": ["other"]})
+
+    again = HangJudge(hang_after=60)
+    again.recall(HangMemory.model_validate_json(memory.model_dump_json()))
+    assert again.verdicts == judge.verdicts  # listed at once, the same
+    going_on = again.observe("job", ranks(REDUCING, REDUCING, POLLING), now=170)
+    assert going_on.state == "suspected_hang" and going_on.since == hung.since == 100
+    assert again.still_for("other", now=160) == 10  # its recorders' word kept too
+    fresh = HangJudge(hang_after=60)  # what a bridge starting from nothing would say
+    assert fresh.observe("job", ranks(REDUCING, REDUCING, POLLING), now=170).state == "progressing"
