@@ -67,14 +67,21 @@ export class BridgeDebugAdapter implements vscode.DebugAdapter {
 
   // -- the bridge's side ---------------------------------------------------------------------
 
-  private open(): Transport {
+  /**
+   * A connection to the bridge. Messages count only from the current one; the current one
+   * closing ends the session (unless a resume is under way, whose own requests then fail).
+   * A connection not yet made current reports its failure to `failed`.
+   */
+  private open(opened?: (transport: Transport) => void, failed?: (reason: string) => void): Transport {
     const transport: Transport = this.connect({
-      opened: () => undefined,
+      opened: () => opened?.(transport),
       message: (message) => {
         if (transport === this.transport) this.fromBridge(message);
       },
       closed: (reason) => {
-        if (transport === this.transport && !this.resuming) this.close(reason);
+        if (transport !== this.transport) return failed?.(reason);
+        this.failOwn(reason);
+        if (!this.resuming) this.close(reason);
       },
     });
     return transport;
@@ -136,20 +143,10 @@ export class BridgeDebugAdapter implements vscode.DebugAdapter {
     const deadline = Date.now() + RECONNECT_WITHIN_MS;
     for (;;) {
       const outcome = await new Promise<string | undefined>((settle) => {
-        const transport: Transport = this.connect({
-          opened: () => {
-            this.transport = transport;
-            settle(undefined);
-          },
-          message: (message) => {
-            if (transport === this.transport) this.fromBridge(message);
-          },
-          closed: (reason) => {
-            if (transport !== this.transport) return settle(reason);
-            this.failOwn(reason);
-            if (!this.resuming) this.close(reason);
-          },
-        });
+        this.open((transport) => {
+          this.transport = transport;
+          settle(undefined);
+        }, settle);
       });
       if (outcome === undefined) return;
       if (this.closedBecause !== undefined) throw new Error(this.closedBecause);
