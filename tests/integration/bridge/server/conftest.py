@@ -41,12 +41,18 @@ def dashboard() -> Iterator[str]:
         process.wait()
 
 
+def hang_reports(home: Path) -> Path:
+    """The folder where the bridge started in ``home`` keeps its hang reports."""
+    return home / "hang-reports"
+
+
 ALICE, BOB = "alice-debug-secret-0123456789", "bob-view-secret-0123456789ab"
 
 
 @pytest.fixture(scope="module")
 def secured(dashboard: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgeProcess]:
-    """A bridge with two tokens, alice (debug) and bob (view), and an audit log."""
+    """A bridge with two tokens, alice (debug) and bob (view), an audit log, and hang reports
+    of its own (`hang_reports`): the session's folder holds those of real jobs' tests."""
     home = tmp_path_factory.mktemp("secured")
     tokens = home / "tokens"
     tokens.write_text(f"# who may debug\nalice debug {ALICE}\nbob view {BOB}  # read-only\n")
@@ -54,6 +60,7 @@ def secured(dashboard: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             "--audit-log", str(home / "audit.jsonl"), "--handshake-timeout", "1",
             "--max-connections-per-address", "6"]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "RAYDAP_TOKEN"}
+    env["RAYDAP_HANG_REPORTS"] = str(hang_reports(home))
     bridge = start_bridge(args, home / "bridge.log", env)
     yield bridge
     stop_bridge(bridge)

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tarfile
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from raydap.bridge.workers.desync import judge
 from raydap.bridge.workers.hang_reports import HangReports
 from tests.e2e.conftest import BridgeProcess
-from tests.integration.bridge.server.conftest import BOB
+from tests.integration.bridge.server.conftest import BOB, hang_reports
 from tests.unit.bridge.workers.test_desync import recorded
 
 
@@ -32,7 +30,7 @@ def test_the_latest_report_of_a_job_as_json_and_as_an_archive(secured: BridgePro
     dumps = recorded("skip")
     verdict = {"job": "0a000000", "since": 1.0, "summary": "no progress",
                "collective": judge(dumps)[0].model_dump(mode="json")}  # fmt: skip
-    reports = HangReports(Path(os.environ["RAYDAP_HANG_REPORTS"]))
+    reports = HangReports(hang_reports(secured.log.parent))
     folder = reports.write("0a000000", verdict, {"tree": {}}, dumps, dumps[0].identity.world)
 
     status, body = get(secured, "/api/v1/hangs/0a000000/report")
