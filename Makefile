@@ -18,7 +18,7 @@ MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py
 
-.PHONY: run test setup suites suite install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-soak clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test setup suites suite suite-head suite-side suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-soak clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -61,11 +61,26 @@ test:
 	@$(MAKE) --no-print-directory lint typecheck ext-check
 	@$(MAKE) --no-print-directory -j2 --output-sync=target suites
 
-suites: suite matrix
+# The whole suite on PYTHON is cut in two so that both cores end about together: its longest
+# tests (a soak, the benchmarks' smoke run) run after the matrix, beside the rest of it.
+SUITE_TAIL := tests/e2e/test_soak.py tests/e2e/test_bench_smoke.py
+
+suites: suite-head suite-side
+
+suite-side:
+	@$(MAKE) --no-print-directory matrix
+	@$(MAKE) --no-print-directory suite-tail
 
 ## The whole suite on PYTHON (the editors' tests must run: a missing tool fails them).
 suite: $(STAMP)
 	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=15
+
+suite-head: $(STAMP)
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=15 \
+		$(addprefix --ignore=,$(SUITE_TAIL))
+
+suite-tail: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=5 $(SUITE_TAIL)
 
 setup: $(STAMP) vsix e2e-tools $(addprefix install-python-,$(filter-out $(PYVER),$(MATRIX)))
 
