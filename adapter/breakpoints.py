@@ -1,11 +1,11 @@
 """Breakpoints: what each session set, what each worker was given, what each client is shown.
 
-Pure state, no I/O: the mux sends what these books return. Two halves, because two things
+Pure state, no I/O: the workers' owners and the mux send what these books return. Two halves, because two things
 share a worker and a worker shares nothing:
 
-- :class:`WorkerBook`, one per worker (its upstream holds it): every session's breakpoints per
-  file. debugpy keeps one list per file, so the worker is given the union, and its answers and
-  hits are split back to the sessions that asked.
+- :class:`WorkerBook`, one per worker (held by its one owner, :mod:`.worker_breakpoints`):
+  every session's breakpoints per file. debugpy keeps one list per file, so the worker is given
+  the union, and its answers and hits are split back to the sessions that asked.
 - :class:`SessionBook`, one per client session: its breakpoints under ids of its own, and the
   answers of each of its workers. A breakpoint is shown verified once any worker verified it;
   when that changes (a worker joins, verifies, leaves) the book says which ids to announce in

@@ -25,8 +25,6 @@ from raydap.adapter.breakpoints import (
     Spec,
     book_key,
     requested,
-    set_arguments,
-    split,
 )
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.resume import BreakpointList, Configuration, Resume
@@ -150,7 +148,6 @@ class WorkerMux:
         #: their paths are known, so that nothing set meanwhile misses them).
         self._configured: dict[str, Worker] = {}
         self._joining: set[asyncio.Task[None]] = set()
-        self._leaving: set[asyncio.Future[Response]] = set()  # outlive the session on purpose
         self._closed = False
 
     # -- going on in another bridge process (:mod:`.resume`) --------------------------------
@@ -206,7 +203,7 @@ class WorkerMux:
         for worker in self.workers.values():
             worker.upstream.remove_client(self)
         for worker in self._configured.values():
-            worker.upstream.breakpoints.remove(self)
+            worker.upstream.breakpoints.take_back(self, resend=False)
         self.workers.clear()
         self._configured.clear()
         self._by_upstream.clear()
@@ -216,14 +213,7 @@ class WorkerMux:
         run on; other sessions' breakpoints stay. (Paused workers keep theirs until their
         lists next change: their next stop is theirs to debug.)"""
         for worker in self._configured.values():
-            for command, path in worker.upstream.breakpoints.remove(self):
-                if not worker.live:
-                    continue
-                union = worker.upstream.breakpoints.union((command, path))
-                arguments = set_arguments({}, path, union)
-                sent = asyncio.ensure_future(worker.upstream.request(command, arguments))
-                self._leaving.add(sent)
-                sent.add_done_callback(self._leaving.discard)
+            worker.upstream.breakpoints.take_back(self, resend=worker.live)
 
     def _on_join(self, worker: Worker) -> None:
         if self._closed or worker.key in self.workers:
@@ -428,28 +418,21 @@ class WorkerMux:
         return response_to(request, {"breakpoints": self.book.shown(key)})
 
     async def _give(self, worker: Worker, key: BookKey) -> str | None:
-        """Send a worker the union of its sessions' breakpoints for ``key`` with this session's
-        share, and keep its answers. Never raises: returns why the worker refused, if it did."""
+        """Give a worker this session's share of list ``key`` (its owner sends the union) and
+        keep the worker's answers. Never raises: returns why the worker refused, if it did."""
         command, path = key
         entries = self.book.entries(key)
-        specs = [entry.spec for entry in entries]
         worker_key = (command, self._ids.paths.to_worker(worker.key, path) if path else "")
-        union = worker.upstream.breakpoints.put(self, worker_key, specs)
-        arguments = set_arguments(self._book_arguments[key], worker_key[1], union)
         self._book_keys[worker.key, worker_key] = key
-        try:
-            response = await worker.upstream.request(command, arguments)
-        except UpstreamError as exc:
-            response = Response(request_seq=0, success=False, command=command, message=str(exc))
-        if response.success:
-            answers = (response.body or {}).get("breakpoints") or []
-            worker.upstream.breakpoints.answered(worker_key, union, answers)
-            shares = split(specs, union, answers)
-        else:
-            why = f"{worker.label}: {response.message or 'refused'}"
-            shares = [{"verified": False, "message": why} for _ in specs]
+        given = await worker.upstream.breakpoints.give(
+            self, worker_key, [entry.spec for entry in entries], self._book_arguments[key]
+        )
+        shares = given.shares
+        if given.refused is not None:
+            why = f"{worker.label}: {given.refused}"
+            shares = [{"verified": False, "message": why} for _ in entries]
         self.book.answered(worker.key, entries, shares)
-        return None if response.success else response.message or "refused"
+        return given.refused
 
     def _worker_breakpoint(self, worker: Worker, body: dict[str, Any] | None) -> None:
         """A worker's later word on a breakpoint (debugpy verifies some once a file loads)."""

@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from raydap.adapter.breakpoints import WorkerBook
 from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel, StreamChannel
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
@@ -32,6 +31,7 @@ from raydap.adapter.ray_hook import (
 )
 from raydap.adapter.requests import RequestEngine
 from raydap.adapter.stops import Stops
+from raydap.adapter.worker_breakpoints import WorkerBreakpoints
 from raydap.live.collectives import EVENT as PROCESS_GROUPS_EVENT
 from raydap.protocol import Event, ProtocolError, Request, Response, Route, event, parse_message
 from raydap.protocol import command as command_info
@@ -112,7 +112,7 @@ class Upstream:
         self.clients: set[Client] = set()
         self.cache = StopCache()
         #: Every session's breakpoints in this worker (it is given their union).
-        self.breakpoints = WorkerBook()
+        self.breakpoints = WorkerBreakpoints(self._ask_answered)
         self.close_reason = ""
         self._on_change = on_change or (lambda upstream: None)
         self._observe = observe
@@ -301,6 +301,13 @@ class Upstream:
             self._reader.cancel()
 
     # -- requests ---------------------------------------------------------------------------
+
+    async def _ask_answered(self, command: str, arguments: dict[str, Any]) -> Response:
+        """:meth:`request`, with a worker that cannot be asked as a failed response."""
+        try:
+            return await self.request(command, arguments)
+        except UpstreamError as exc:
+            return Response(request_seq=0, success=False, command=command, message=str(exc))
 
     async def request(
         self, command: str, arguments: Any = None, *, timeout: float | None = None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from raydap.adapter import AttachError, State, Upstream, UpstreamError, in_worker
-from raydap.adapter.breakpoints import set_arguments, spec_of, split
+from raydap.adapter.breakpoints import spec_of
 from raydap.adapter.quirks import exception_line
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.mcp import catalog
@@ -235,23 +235,17 @@ class Desk:
         ]}  # fmt: skip
 
     async def _give_one(self, upstream: Upstream, path: str, specs: list[str]) -> dict[str, Any]:
+        """The agent's share of ``path`` in one worker, through the worker's one owner of its
+        breakpoints (editors' sessions give theirs there too)."""
         key = ("setBreakpoints", path)
-        union = upstream.breakpoints.put(AGENT, key, specs)
-        arguments = set_arguments({"source": {"path": path}}, path, union)
-        try:
-            response = await upstream.request("setBreakpoints", arguments)
-        except UpstreamError as exc:
-            return {"error": str(exc)}
-        if not response.success:
-            return {"error": response.message or "refused"}
-        answers = (response.body or {}).get("breakpoints") or []
-        upstream.breakpoints.answered(key, union, answers)
-        shares = split(specs, union, answers)
+        given = await upstream.breakpoints.give(AGENT, key, specs, {"source": {"path": path}})
+        if given.refused is not None:
+            return {"error": given.refused}
         return {
             "breakpoints": [
                 {"line": share.get("line"), "verified": bool(share.get("verified"))}
                 | ({"message": share["message"]} if share.get("message") else {})
-                for share in shares
+                for share in given.shares
             ]
         }
 

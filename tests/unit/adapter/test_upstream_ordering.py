@@ -118,7 +118,7 @@ async def test_a_stop_sent_before_its_breakpoints_answer_names_the_breakpoint() 
         response = await upstream.request(
             "setBreakpoints", {"source": {"path": "/x.py"}, "breakpoints": [{"line": 3}]}
         )
-        upstream.breakpoints.answered(
+        upstream.breakpoints.book.answered(
             ("setBreakpoints", "/x.py"), union, response.body["breakpoints"]
         )
         for _ in range(50):

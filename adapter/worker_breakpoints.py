@@ -1,0 +1,73 @@
+"""The one owner of a worker's breakpoints: every session (an editor's, an agent's) gives and
+takes back its share here, and nowhere else writes the worker's lists.
+
+debugpy keeps one list per file, so two sessions sharing a worker cannot each send theirs: the
+last would erase the other's. The owner keeps every session's share (:class:`WorkerBook`),
+sends the worker their union, learns the worker's ids from its answer, and hands each session
+back its own share of the answers. Each upstream has one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from raydap.adapter.breakpoints import Answer, BookKey, Spec, WorkerBook, set_arguments, split
+from raydap.protocol import Response
+
+#: Sends a request to the worker and returns its response; a worker that cannot be asked is
+#: a failed response with why, never an exception.
+Ask = Callable[[str, dict[str, Any]], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class Given:
+    """What a worker made of one session's share of a list."""
+
+    #: The worker's answer for each of the session's breakpoints, in the session's order.
+    shares: list[Answer]
+    #: Why the worker refused the whole list; ``None`` when it took it.
+    refused: str | None = None
+
+
+class WorkerBreakpoints:
+    """Every session's breakpoints in one worker; the worker has their union."""
+
+    def __init__(self, ask: Ask) -> None:
+        self.book = WorkerBook()
+        self._ask = ask
+        #: Lists sent again after a session left: they outlive it on purpose.
+        self._sending: set[asyncio.Future[Response]] = set()
+
+    async def give(
+        self, owner: Hashable, key: BookKey, specs: Sequence[Spec], base: dict[str, Any]
+    ) -> Given:
+        """``owner`` now wants exactly ``specs`` in list ``key`` (the worker's path); send the
+        worker the union, with ``base`` (the session's other arguments of the request)."""
+        command, path = key
+        union = self.book.put(owner, key, specs)
+        response = await self._ask(command, set_arguments(base, path, union))
+        if not response.success:
+            why = response.message or "refused"
+            return Given([{"verified": False, "message": why} for _ in specs], why)
+        answers = (response.body or {}).get("breakpoints") or []
+        self.book.answered(key, union, answers)
+        return Given(split(specs, union, answers))
+
+    def take_back(self, owner: Hashable, *, resend: bool) -> None:
+        """Forget what ``owner`` set. With ``resend`` (a worker that runs on), the lists that
+        shrank are sent again in the background; a paused worker keeps them until its lists
+        next change, so that its next stop is still somebody's to debug."""
+        for command, path in self.book.remove(owner):
+            if not resend:
+                continue
+            arguments = set_arguments({}, path, self.book.union((command, path)))
+            sent = asyncio.ensure_future(self._ask(command, arguments))
+            self._sending.add(sent)
+            sent.add_done_callback(self._sending.discard)
+
+    def spec_of_id(self, worker_id: object) -> tuple[BookKey, Spec] | None:
+        """Which breakpoint a worker id (in a hit or a ``breakpoint`` event) stands for."""
+        return self.book.spec_of_id(worker_id)

@@ -1,0 +1,84 @@
+"""The one owner of a worker's breakpoints, against a worker that answers as debugpy does: one
+list per file, the last request wins, a fresh id for every breakpoint it is given."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from raydap.adapter.breakpoints import spec_of
+from raydap.adapter.worker_breakpoints import WorkerBreakpoints
+from raydap.protocol import Response
+
+PATH = "/job/train.py"
+KEY = ("setBreakpoints", PATH)
+
+
+class Debugpy:
+    """A worker's lists as debugpy keeps them; ``refusing`` makes it refuse every request."""
+
+    def __init__(self) -> None:
+        self.lists: dict[str, list[int]] = {}
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.refusing: str | None = None
+        self._ids = itertools.count(1)
+
+    async def ask(self, command: str, arguments: dict[str, Any]) -> Response:
+        self.sent.append((command, arguments))
+        if self.refusing:
+            return Response(request_seq=1, success=False, command=command, message=self.refusing)
+        lines = [b["line"] for b in arguments["breakpoints"]]
+        self.lists[arguments["source"]["path"]] = lines
+        answers = [{"id": next(self._ids), "verified": True, "line": line} for line in lines]
+        return Response(request_seq=1, success=True, command=command,
+                        body={"breakpoints": answers})  # fmt: skip
+
+
+def specs(*lines: int) -> list[str]:
+    return [spec_of({"line": line}) for line in lines]
+
+
+async def test_two_sessions_share_a_file_and_each_is_answered_for_its_own() -> None:
+    worker = Debugpy()
+    owner = WorkerBreakpoints(worker.ask)
+    base = {"source": {"path": PATH}}
+
+    editor = await owner.give("editor", KEY, specs(10, 20), base)
+    agent = await owner.give("agent", KEY, specs(20, 30), base)
+
+    assert worker.lists[PATH] == [10, 20, 30]  # the agent's list did not erase the editor's
+    assert [share["line"] for share in editor.shares] == [10, 20]
+    assert [share["line"] for share in agent.shares] == [20, 30]
+    assert editor.refused is None and agent.refused is None
+    hit = agent.shares[1]["id"]
+    assert owner.spec_of_id(hit) == (KEY, spec_of({"line": 30}))
+
+
+async def test_a_session_that_leaves_a_running_worker_takes_back_only_its_share() -> None:
+    worker = Debugpy()
+    owner = WorkerBreakpoints(worker.ask)
+    await owner.give("editor", KEY, specs(10), {})
+    await owner.give("agent", KEY, specs(30), {})
+
+    owner.take_back("editor", resend=True)
+    await asyncio.sleep(0)  # the list goes out in the background: one turn of the loop
+    assert worker.lists[PATH] == [30]
+
+    sent = len(worker.sent)
+    owner.take_back("agent", resend=False)  # a paused worker keeps its list for its next stop
+    await asyncio.sleep(0)
+    assert len(worker.sent) == sent and worker.lists[PATH] == [30]
+    await owner.give("editor", KEY, [], {})
+    assert worker.lists[PATH] == []  # the next change sends the union, the agent's gone
+
+
+async def test_a_refused_list_says_why_for_each_breakpoint_of_the_session() -> None:
+    worker = Debugpy()
+    worker.refusing = "worker w1 is gone (exited)"
+    owner = WorkerBreakpoints(worker.ask)
+
+    given = await owner.give("editor", KEY, specs(10, 20), {})
+
+    assert given.refused == "worker w1 is gone (exited)"
+    assert given.shares == [{"verified": False, "message": "worker w1 is gone (exited)"}] * 2
