@@ -1,7 +1,7 @@
 """Breakpoints: what each session set, what each worker was given, what each client is shown.
 
-Pure state, no I/O: the workers' owners and the mux send what these books return. Two halves, because two things
-share a worker and a worker shares nothing:
+Pure state, no I/O: the workers' owners and the mux send what these books return. Two halves,
+because two things share a worker and a worker shares nothing:
 
 - :class:`WorkerBook`, one per worker (held by its one owner, :mod:`.worker_breakpoints`):
   every session's breakpoints per file. debugpy keeps one list per file, so the worker is given

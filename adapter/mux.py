@@ -26,6 +26,7 @@ from raydap.adapter.breakpoints import (
     book_key,
     requested,
 )
+from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.resume import BreakpointList, Configuration, Resume
 from raydap.adapter.translate import Translation
@@ -106,8 +107,10 @@ class SingleWorker:
         pass
 
 
-class RoutingError(Exception):
+class RoutingError(WorkerError):
     """A request the mux cannot send to any worker; its message goes to the client."""
+
+    default_kind = Kind.INVALID
 
 
 def _client_id(arguments: dict[str, Any], name: str) -> int:
@@ -383,7 +386,9 @@ class WorkerMux:
                 else "no paused worker in this session yet"
             )
         if mapped is None or mapped[0] not in self.workers:
-            raise RoutingError(f"{command!r} names an id of a worker that has resumed or left")
+            raise RoutingError(
+                f"{command!r} names an id of a worker that has resumed or left", Kind.NOT_FOUND
+            )
         return self.workers[mapped[0]]
 
     async def _forward(
@@ -413,7 +418,7 @@ class WorkerMux:
             self._audit(request.command, worker.key, request.args)
         refusals = await asyncio.gather(*(self._give(worker, key) for worker in workers))
         if workers and all(refusals):  # a request no worker can take, not a breakpoint
-            raise RoutingError(str(refusals[0]))
+            raise RoutingError(str(refusals[0]), Kind.REFUSED)
         self._announce_breakpoints()  # what changed elsewhere meanwhile (a worker left)
         return response_to(request, {"breakpoints": self.book.shown(key)})
 
@@ -476,7 +481,7 @@ class WorkerMux:
         for answer in answers:
             if isinstance(answer, Response):
                 return answer
-        raise RoutingError(f"no worker answered {request.command!r}: {answers[0]}")
+        raise RoutingError(f"no worker answered {request.command!r}: {answers[0]}", Kind.REFUSED)
 
     async def _all_thread_list(self) -> list[dict[str, Any]]:
         workers = list(self.workers.values())
@@ -485,7 +490,8 @@ class WorkerMux:
         )
         if workers and not any(isinstance(a, Response) and a.success for a in answers):
             raise RoutingError(
-                str(answers[0].message if isinstance(answers[0], Response) else answers[0])
+                str(answers[0].message if isinstance(answers[0], Response) else answers[0]),
+                Kind.REFUSED,
             )
         threads: list[dict[str, Any]] = []
         for worker, answer in zip(workers, answers, strict=True):
@@ -527,7 +533,9 @@ class WorkerMux:
         worker = self.workers.get(key)
         frame = next((c for c in self._ids.frames.ids_of(key)), None) if worker else None
         if worker is None or frame is None:
-            raise RoutingError(f"{path} can be read only while its worker is paused")
+            raise RoutingError(
+                f"{path} can be read only while its worker is paused", Kind.NOT_PAUSED
+            )
         worker_frame = self._ids.frames.to_worker(frame)[1]  # type: ignore[index]
         answer = await worker.upstream.request(
             "evaluate",
@@ -535,11 +543,13 @@ class WorkerMux:
              "context": "clipboard"},
         )  # fmt: skip
         if not answer.success:
-            raise RoutingError(f"cannot read {path} in {worker.label}: {answer.message}")
+            raise RoutingError(
+                f"cannot read {path} in {worker.label}: {answer.message}", Kind.REFUSED
+            )
         try:
             text = ast.literal_eval(str((answer.body or {}).get("result", "")))
         except (ValueError, SyntaxError):
-            raise RoutingError(f"cannot read {path} in {worker.label}") from None
+            raise RoutingError(f"cannot read {path} in {worker.label}", Kind.REFUSED) from None
         content = "# file too large to show" if text is None else str(text)
         return response_to(request, {"content": content, "mimeType": "text/x-python"})
 

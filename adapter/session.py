@@ -22,11 +22,11 @@ from pydantic import ValidationError
 
 from raydap.adapter.capabilities import bridge_capabilities
 from raydap.adapter.channel import Channel
-from raydap.adapter.mux import RoutingError, SingleWorker, WorkerFeed, WorkerMux
+from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.mux import SingleWorker, WorkerFeed, WorkerMux
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.phases import Action, Phase, step
 from raydap.adapter.resume import REPLACED_EVENT, Resume
-from raydap.adapter.upstream import UpstreamError
 from raydap.protocol import (
     Event,
     ProtocolError,
@@ -41,8 +41,10 @@ from raydap.protocol.schema import argument_problem
 log = logging.getLogger(__name__)
 
 
-class AttachError(Exception):
+class AttachError(WorkerError):
     """An attach the bridge refuses; the message tells the person what to do instead."""
+
+    default_kind = Kind.NOT_FOUND
 
 
 #: Finds the workers an attach request names (its arguments), or raises :class:`AttachError`.
@@ -74,7 +76,7 @@ class _Nobody:
 
 
 #: Errors whose message is meant for the client as is.
-_TOLD = (AttachError, RoutingError, UpstreamError)
+_TOLD = WorkerError
 
 
 class ClientSession:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel, StreamChannel
+from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
 from raydap.adapter.ray_hook import (
     DROP_TAGS_STATEMENT,
@@ -42,8 +43,10 @@ log = logging.getLogger(__name__)
 _ATTACH = {"justMyCode": False, "showReturnValue": True}
 
 
-class UpstreamError(Exception):
+class UpstreamError(WorkerError):
     """A request to the worker failed for a reason other than the worker's own answer."""
+
+    default_kind = Kind.UNREACHABLE
 
 
 class UpstreamClosed(UpstreamError):
@@ -194,7 +197,9 @@ class Upstream:
         if not isinstance(self.channel, StreamChannel) or self._reader is None:
             raise UpstreamError(f"{self.name}: its connection cannot be handed over")
         if not self.quiet:
-            raise UpstreamError(f"{self.name} is busy (a request or a stop is under way)")
+            raise UpstreamError(
+                f"{self.name} is busy (a request or a stop is under way)", Kind.UNAVAILABLE
+            )
         self._lent = True
         self._reader.cancel()
         await asyncio.gather(self._reader, return_exceptions=True)
@@ -359,7 +364,9 @@ class Upstream:
         if self.state is State.CLOSED:
             raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
         if self._lent:
-            raise UpstreamError(f"{self.name} is being handed to a new bridge: try again")
+            raise UpstreamError(
+                f"{self.name} is being handed to a new bridge: try again", Kind.UNAVAILABLE
+            )
         started = time.perf_counter()
         ok = False
         try:
@@ -370,7 +377,8 @@ class Upstream:
         except asyncio.TimeoutError:  # before OSError: TimeoutError is one since 3.11
             raise UpstreamError(
                 f"worker {self.name} did not answer {command!r} within "
-                f"{timeout or self.request_timeout:g} s"
+                f"{timeout or self.request_timeout:g} s",
+                Kind.TIMED_OUT,
             ) from None
         except UpstreamClosed:
             raise
@@ -618,7 +626,7 @@ class Upstream:
         raises UpstreamError if the worker is not stopped or reports no stack."""
         stop = self.top_stop()
         if stop is None:
-            raise UpstreamError(f"{self.name} is not stopped")
+            raise UpstreamError(f"{self.name} is not stopped", Kind.NOT_PAUSED)
         thread_id = int((stop.body or {}).get("threadId", 0))
         arguments: dict[str, Any] = {"threadId": thread_id, "startFrame": 0}
         if levels:
@@ -626,7 +634,7 @@ class Upstream:
         response = await self.request("stackTrace", arguments)
         frames = (response.body or {}).get("stackFrames") or [] if response.success else []
         if not frames:
-            raise UpstreamError(f"{self.name} has no stack: {response.message}")
+            raise UpstreamError(f"{self.name} has no stack: {response.message}", Kind.REFUSED)
         return thread_id, frames
 
     def top_stop(self) -> Event | None:

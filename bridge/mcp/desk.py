@@ -1,6 +1,7 @@
 """What each MCP tool does, on the workers the bridge holds: the same holder, group commands,
 merged stacks and pauses the HTTP API and DAP sessions use. Answers are plain dicts (JSON);
-a problem an agent can act on raises :class:`ToolError` with words saying what to do."""
+a problem an agent can act on raises a :class:`WorkerError` whose kind says what it is and
+whose words say what to do."""
 
 from __future__ import annotations
 
@@ -10,18 +11,17 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from raydap.adapter import AttachError, State, Upstream, UpstreamError, in_worker
+from raydap.adapter import State, Upstream, UpstreamError, in_worker
 from raydap.adapter.breakpoints import spec_of
+from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.quirks import exception_line
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.mcp import catalog
 from raydap.bridge.workers import group, stacks
 from raydap.bridge.workers.hang_watch import HangWatch
-from raydap.bridge.workers.holder import Holder, ResumeFailed
+from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.outside_pause import (
-    AlreadyPaused,
     OutsidePause,
-    PauseFailed,
     PausePending,
 )
 from raydap.bridge.workers.records import BreakpointRecord
@@ -29,10 +29,6 @@ from raydap.bridge.workers.records import BreakpointRecord
 #: Whose breakpoints these are in a worker's book: every agent's, shared (as one session).
 AGENT = "mcp"
 STEPS = {"over": "next", "into": "stepIn", "out": "stepOut"}
-
-
-class ToolError(Exception):
-    """A call that cannot be done as asked; the message says why and what to do instead."""
 
 
 def summary(record: BreakpointRecord) -> dict[str, Any]:
@@ -95,7 +91,9 @@ class Desk:
 
     async def hangs(self, ask: catalog.Hangs) -> dict[str, Any]:
         if self.hang_watch is None:
-            raise ToolError("the bridge's hang watch is off (raydap serve --hang-watch)")
+            raise WorkerError(
+                "the bridge's hang watch is off (raydap serve --hang-watch)", Kind.UNAVAILABLE
+            )
         verdicts = [v for v in self.hang_watch.verdicts() if ask.job is None or v.job == ask.job]
         answer: dict[str, Any] = {
             "jobs": [v.model_dump(mode="json") for v in verdicts],
@@ -119,9 +117,11 @@ class Desk:
         try:
             code = str(ast.literal_eval(text))
         except (ValueError, SyntaxError):
-            raise ToolError(f"cannot read {path} in {record.label}: {text[:200]}") from None
+            raise WorkerError(f"cannot read {path} in {record.label}: {text[:200]}") from None
         if not code:
-            raise ToolError(f"{path} cannot be read on {record.label}'s node (no such file?)")
+            raise WorkerError(
+                f"{path} cannot be read on {record.label}'s node (no such file?)", Kind.NOT_FOUND
+            )
         numbered = [
             f"{'→' if n == line else ' '}{n:5d}  {content}"
             for n, content in enumerate(code.splitlines(), first)
@@ -134,7 +134,7 @@ class Desk:
         scopes = await upstream.request("scopes", {"frameId": frame["id"]})
         listed = (scopes.body or {}).get("scopes") or [] if scopes.success else []
         if not listed:
-            raise ToolError(f"{record.label} gave no scopes for frame {ask.frame}")
+            raise WorkerError(f"{record.label} gave no scopes for frame {ask.frame}")
         answer = await upstream.request(
             "variables", {"variablesReference": listed[0]["variablesReference"]}
         )
@@ -224,9 +224,10 @@ class Desk:
         ]
         if not chosen:
             where = f"job {job}" if job else "any job"
-            raise ToolError(
+            raise WorkerError(
                 f"no live worker of {where} is held: run the job with raydap.live (see "
-                "docs/live.md), or wait for its workers to start (list_workers shows them)"
+                "docs/live.md), or wait for its workers to start (list_workers shows them)",
+                Kind.NOT_FOUND,
             )
         answers = await asyncio.gather(*(self._give_one(u, path, specs) for _, u in chosen))
         return {"path": path, "workers": [
@@ -252,10 +253,7 @@ class Desk:
     async def continue_workers(self, ask: catalog.Group) -> dict[str, Any]:
         if ask.worker is None:
             return {"continued": await group.continue_all(self.holder, ask.filter)}
-        try:
-            return {"continued": [await self.holder.resume(ask.worker)]}
-        except (AttachError, ResumeFailed, UpstreamError) as exc:
-            raise ToolError(str(exc)) from None
+        return {"continued": [await self.holder.resume(ask.worker)]}
 
     async def pause_workers(self, ask: catalog.Group) -> dict[str, Any]:
         if ask.worker is None:
@@ -265,11 +263,9 @@ class Desk:
                 "failed": [{"id": rid, "reason": why} for rid, why in outcomes if why is not None],
             }
         if self.outside_pause is None:
-            raise ToolError("this bridge cannot pause running workers")
+            raise WorkerError("this bridge cannot pause running workers", Kind.UNAVAILABLE)
         try:
             record = await self.outside_pause.pause(ask.worker)
-        except (LookupError, AlreadyPaused, PauseFailed) as exc:
-            raise ToolError(str(exc)) from None
         except PausePending as pending:
             return {"pending": [{"id": pending.rid, "reason": pending.reason}]}
         return {"paused": [record.id]}
@@ -279,7 +275,7 @@ class Desk:
         thread_id, _ = await upstream.stack(levels=1)
         response = await upstream.request(STEPS[ask.kind], {"threadId": thread_id})
         if not response.success:
-            raise ToolError(f"{record.label} refused to step: {response.message}")
+            raise WorkerError(f"{record.label} refused to step: {response.message}")
 
         def stopped_again() -> BreakpointRecord | None:
             now = self.holder.registry.get(record.id)
@@ -298,34 +294,30 @@ class Desk:
     # -- helpers ------------------------------------------------------------------------------
 
     async def _paused(self, wanted: str) -> tuple[BreakpointRecord, Upstream]:
-        try:
-            rid, upstream = await self.holder.held_worker(wanted)
-        except AttachError as exc:
-            raise ToolError(str(exc)) from None
+        rid, upstream = await self.holder.held_worker(wanted)
         record = self.holder.registry.get(rid)
         if record is None or upstream.state is not State.STOPPED:
-            raise ToolError(f"worker {rid} is running: pause_workers or wait_for_pause first")
+            raise WorkerError(
+                f"worker {rid} is running: pause_workers or wait_for_pause first", Kind.NOT_PAUSED
+            )
         return record, upstream
 
     async def _frame(self, upstream: Upstream, index: int) -> dict[str, Any]:
-        try:
-            _, frames = await upstream.stack(levels=index + 1)
-        except UpstreamError as exc:
-            raise ToolError(str(exc)) from None
+        _, frames = await upstream.stack(levels=index + 1)
         if index >= len(frames):
-            raise ToolError(f"the stack has {len(frames)} frames: frame is 0 to {len(frames) - 1}")
+            raise WorkerError(
+                f"the stack has {len(frames)} frames: frame is 0 to {len(frames) - 1}",
+                Kind.NOT_FOUND,
+            )
         return frames[index]
 
     async def _evaluate(
         self, upstream: Upstream, frame_id: int, expression: str, context: str = "repl"
     ) -> str:
         arguments = {"expression": expression, "frameId": frame_id, "context": context}
-        try:
-            response = await upstream.request("evaluate", arguments)
-        except UpstreamError as exc:
-            raise ToolError(str(exc)) from None
+        response = await upstream.request("evaluate", arguments)
         if not response.success:
-            raise ToolError(response.message or "evaluation failed")
+            raise WorkerError(response.message or "evaluation failed")
         return str((response.body or {}).get("result", ""))
 
     async def _where(self, record: BreakpointRecord) -> dict[str, Any]:

@@ -17,8 +17,9 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from pydantic import ValidationError
 
+from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.mcp import catalog, fit
-from raydap.bridge.mcp.desk import Desk, ToolError
+from raydap.bridge.mcp.desk import Desk
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +82,11 @@ def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Caller, str]:
 Outcome = Literal["ok", "error", "refused"]
 
 
-def _failed(text: str, outcome: Outcome = "error") -> tuple[types.CallToolResult, Outcome]:
-    return _result({"error": text}, error=True), outcome
+def _failed(
+    text: str, outcome: Outcome = "error", kind: Kind | None = None
+) -> tuple[types.CallToolResult, Outcome]:
+    body = {"error": text} | ({"kind": kind.value} if kind is not None else {})
+    return _result(body, error=True), outcome
 
 
 async def call(
@@ -111,7 +115,7 @@ async def _call(
     if tool not in offered(token):
         audit("mcp-refused", client=client, token=token.name, tool=name)
         return _failed(f"the token {token.name!r} may only look: {name} runs code or moves "
-                       "workers and needs a debug token", "refused")  # fmt: skip
+                       "workers and needs a debug token", "refused", Kind.FORBIDDEN)  # fmt: skip
     try:
         ask = tool.arguments.model_validate(arguments)
     except ValidationError as exc:
@@ -123,8 +127,8 @@ async def _call(
           arguments=ask.model_dump(exclude_defaults=True))  # fmt: skip
     try:
         answer = await asyncio.wait_for(getattr(desk, name)(ask), CALL_LIMIT_S)
-    except ToolError as exc:
-        return _failed(str(exc))
+    except WorkerError as exc:  # the MCP door's one translation: isError, with the kind
+        return _failed(str(exc), "refused" if exc.kind is Kind.FORBIDDEN else "error", exc.kind)
     except asyncio.TimeoutError:
         return _failed(f"{name} took longer than {CALL_LIMIT_S:g} s")
     except Exception as exc:  # a bug: the agent gets an answer, the log the trace

@@ -23,6 +23,7 @@ from raydap.adapter import (
     adopt_tcp_channel,
     bridge_capabilities,
 )
+from raydap.adapter.errors import Kind
 from raydap.bridge.cluster import ray_auth
 from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.discovery import Discovery
@@ -187,7 +188,8 @@ class Bridge:
             raise AttachError(
                 'this bridge needs a token: add "token": "<secret>" to the attach arguments'
                 if "token" not in arguments
-                else "the token in the attach arguments is not one this bridge knows"
+                else "the token in the attach arguments is not one this bridge knows",
+                Kind.FORBIDDEN,
             )
         return token
 

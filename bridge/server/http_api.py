@@ -15,7 +15,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from raydap.adapter import AttachError, ClientSession, UpstreamError
+from raydap.adapter import ClientSession
+from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.session import Resolver
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.mcp.http import McpEndpoint
@@ -30,11 +31,9 @@ from raydap.bridge.server.pdb_relay import NodeIp
 from raydap.bridge.workers import group, stacks
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.hang_watch import HangWatch
-from raydap.bridge.workers.holder import Holder, ResumeFailed
+from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.outside_pause import (
-    AlreadyPaused,
     OutsidePause,
-    PauseFailed,
     PausePending,
 )
 
@@ -99,8 +98,37 @@ class EvaluateBody(BaseModel):
     filter: WorkerFilter = Field(default_factory=WorkerFilter)
 
 
-def _error(status: type[web.HTTPException], text: str) -> web.HTTPException:
-    return status(text=json.dumps({"error": text}), content_type="application/json")
+def _error(
+    status: type[web.HTTPException], text: str, kind: Kind | None = None
+) -> web.HTTPException:
+    body = {"error": text} | ({"kind": kind.value} if kind is not None else {})
+    return status(text=json.dumps(body), content_type="application/json")
+
+
+#: The HTTP status of each kind of :class:`WorkerError`: the HTTP door's one translation.
+STATUS_OF_KIND: dict[Kind, type[web.HTTPException]] = {
+    Kind.NOT_FOUND: web.HTTPNotFound,
+    Kind.NOT_PAUSED: web.HTTPConflict,
+    Kind.ALREADY_PAUSED: web.HTTPConflict,
+    Kind.REFUSED: web.HTTPBadGateway,
+    Kind.UNREACHABLE: web.HTTPBadGateway,
+    Kind.TIMED_OUT: web.HTTPGatewayTimeout,
+    Kind.FORBIDDEN: web.HTTPForbidden,
+    Kind.INVALID: web.HTTPBadRequest,
+    Kind.UNAVAILABLE: web.HTTPServiceUnavailable,
+}
+
+
+@web.middleware
+async def answer_worker_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """A :class:`WorkerError` raised below becomes its kind's status, with the message and the
+    kind in the JSON body; handlers name no worker error."""
+    try:
+        return await handler(request)
+    except WorkerError as exc:
+        raise _error(STATUS_OF_KIND[exc.kind], str(exc), exc.kind) from None
 
 
 async def _body(request: web.Request, model: type[BaseModel]) -> Any:
@@ -196,22 +224,12 @@ async def list_workers(request: web.Request) -> web.Response:
 
 async def get_breakpoint(request: web.Request) -> web.Response:
     registry = request.app[SERVICES].holder.registry
-    try:
-        record = registry.resolve(request.match_info["id"])
-    except LookupError as exc:
-        raise _error(web.HTTPNotFound, str(exc)) from None
+    record = registry.resolve(request.match_info["id"])
     return web.json_response(record.model_dump(mode="json"))
 
 
 async def continue_one(request: web.Request) -> web.Response:
-    try:
-        rid = await request.app[SERVICES].holder.resume(request.match_info["id"])
-    except AttachError as exc:
-        raise _error(web.HTTPNotFound, str(exc)) from None
-    except ResumeFailed as exc:
-        raise _error(web.HTTPConflict, str(exc)) from None
-    except UpstreamError as exc:
-        raise _error(web.HTTPBadGateway, str(exc)) from None
+    rid = await request.app[SERVICES].holder.resume(request.match_info["id"])
     _audit(request, "continue", worker=rid)
     return web.json_response({"continued": [rid]})
 
@@ -285,12 +303,6 @@ async def pause_worker(request: web.Request) -> web.Response:
     _audit(request, "pause", worker=wanted)
     try:
         record = await pauser.pause(wanted)
-    except LookupError as exc:
-        raise _error(web.HTTPNotFound, str(exc)) from None
-    except AlreadyPaused as exc:
-        raise _error(web.HTTPConflict, str(exc)) from None
-    except PauseFailed as exc:
-        raise _error(web.HTTPBadGateway, str(exc)) from None
     except PausePending as pending:
         answer = {"pending": True, "id": pending.rid, "reason": pending.reason}
         return web.json_response(answer, status=202)
@@ -430,7 +442,13 @@ async def events_socket(request: web.Request) -> web.StreamResponse:
 def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app = web.Application(
         client_max_size=MAX_BODY_BYTES,
-        middlewares=[count_refusals, guard_browsers, authenticate, refuse_while_handing_over],
+        middlewares=[
+            count_refusals,
+            guard_browsers,
+            authenticate,
+            refuse_while_handing_over,
+            answer_worker_errors,
+        ],
     )
     app[SERVICES] = services
     app[GUARD] = guard

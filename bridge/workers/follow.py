@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from raydap.adapter import AttachError, SingleWorker, State, Upstream, Worker, WorkerFeed
+from raydap.adapter.errors import Kind
 from raydap.bridge.cluster.dashboard import DashboardError
 from raydap.bridge.workers.filters import BadFilter, WorkerFilter, parse_filter
 from raydap.bridge.workers.holder import Holder
@@ -127,7 +128,7 @@ def follow_filter(arguments: dict[str, Any]) -> WorkerFilter:
         try:
             return parse_filter(follow)
         except BadFilter as exc:
-            raise AttachError(f'bad "follow": {exc}') from None
+            raise AttachError(f'bad "follow": {exc}', Kind.INVALID) from None
     if isinstance(follow, dict):
         try:
             return WorkerFilter.model_validate(follow)
@@ -136,9 +137,12 @@ def follow_filter(arguments: dict[str, Any]) -> WorkerFilter:
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
             )
             raise AttachError(
-                f"bad follow filter ({problems}); it takes job, task (a glob), actor and node"
+                f"bad follow filter ({problems}); it takes job, task (a glob), actor and node",
+                Kind.INVALID,
             ) from None
-    raise AttachError('"follow" is true or a filter such as {"job": "02000000", "task": "train*"}')
+    raise AttachError(
+        '"follow" is true or a filter such as {"job": "02000000", "task": "train*"}', Kind.INVALID
+    )
 
 
 async def resolve(
@@ -148,7 +152,9 @@ async def resolve(
     wanted = arguments.get("breakpoint")
     if wanted is not None:
         if not isinstance(wanted, str) or not wanted:
-            raise AttachError('"breakpoint" is a worker id or its prefix (`raydap list`)')
+            raise AttachError(
+                '"breakpoint" is a worker id or its prefix (`raydap list`)', Kind.INVALID
+            )
         record_id, upstream = await holder.held_worker(wanted)
         record = holder.registry.get(record_id)
         if record is None:

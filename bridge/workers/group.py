@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from raydap.adapter import State, Upstream, UpstreamError
+from raydap.adapter.errors import Kind
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
 
@@ -55,7 +56,7 @@ async def pause_held(upstream: Upstream) -> None:
     main = next((t for t in listed if t.get("name") == "MainThread"), listed[0] if listed else {})
     response = await upstream.request("pause", {"threadId": main.get("id", 0)})
     if not response.success:
-        raise UpstreamError(response.message or "debugpy refused to pause")
+        raise UpstreamError(response.message or "debugpy refused to pause", Kind.REFUSED)
 
 
 async def pause_all(holder: Holder, where: WorkerFilter) -> list[tuple[str, str | None]]:
@@ -76,12 +77,12 @@ async def evaluate_one(upstream: Upstream, expression: str, frame: int = 0) -> s
     """Evaluate in frame ``frame`` (0: the top) of a paused worker; UpstreamError if not."""
     _, frames = await upstream.stack(levels=frame + 1)
     if frame >= len(frames):
-        raise UpstreamError(f"its stack has {len(frames)} frames, no frame {frame}")
+        raise UpstreamError(f"its stack has {len(frames)} frames, no frame {frame}", Kind.NOT_FOUND)
     response = await upstream.request(
         "evaluate", {"expression": expression, "frameId": frames[frame]["id"], "context": "repl"}
     )
     if not response.success:
-        raise UpstreamError(response.message or "evaluation failed")
+        raise UpstreamError(response.message or "evaluation failed", Kind.REFUSED)
     return str((response.body or {}).get("result", ""))
 
 

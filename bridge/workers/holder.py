@@ -25,6 +25,7 @@ from raydap.adapter import (
     UpstreamError,
     open_tcp_channel,
 )
+from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.keeper import RecordKeeper
@@ -47,7 +48,7 @@ NAME_CHILD_WITHIN = 30.0
 RETRY_AFTER = 5.0
 
 
-class ResumeFailed(Exception):
+class ResumeFailed(WorkerError):
     """A held worker that could not be continued (already running, or debugpy said no)."""
 
 
@@ -333,7 +334,7 @@ class Holder:
         """The id and connection of the held worker an id or unique prefix names (waiting
         for one still in its handshake), or AttachError saying why there is none."""
         if self.handing_over:
-            raise AttachError(self.handing_over)
+            raise AttachError(self.handing_over, Kind.UNAVAILABLE)
         try:
             record = self.registry.resolve(id_or_prefix)
         except LookupFailed as exc:
@@ -341,10 +342,11 @@ class Holder:
         if record.kind == "legacy-pdb":
             raise AttachError(
                 f"{record.id} is a legacy pdb breakpoint (RAY_DEBUG=legacy): use `ray debug`, "
-                "or run the job with the default RAY_DEBUG=1 to debug it through raydap"
+                "or run the job with the default RAY_DEBUG=1 to debug it through raydap",
+                Kind.REFUSED,
             )
         if record.state == "failed" and record.id not in self._holding:
-            raise AttachError(f"cannot debug {record.id}: {record.error}")
+            raise AttachError(f"cannot debug {record.id}: {record.error}", Kind.UNREACHABLE)
         upstream = self.upstreams.get(record.id)
         if upstream is None and record.id in self._holding:
             with contextlib.suppress(asyncio.TimeoutError):
@@ -362,7 +364,7 @@ class Holder:
         rid, upstream = await self.held_worker(id_or_prefix)
         stop = upstream.top_stop()
         if stop is None:
-            raise ResumeFailed(f"worker {rid} is already running")
+            raise ResumeFailed(f"worker {rid} is already running", Kind.NOT_PAUSED)
         thread_id = (stop.body or {}).get("threadId", 0)
         response = await upstream.request("continue", {"threadId": thread_id})
         if not response.success:

@@ -19,6 +19,7 @@ import logging
 import time
 
 from raydap.adapter import State, UpstreamError
+from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.cluster import on_node
 from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError
 from raydap.bridge.cluster.driver import DriverUnavailable, RayDriver
@@ -28,16 +29,19 @@ from raydap.bridge.workers.frames import wait_of
 from raydap.bridge.workers.group import pause_held
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.registry import LookupFailed
 from raydap.bridge.workers.stacks import running_record
 
 log = logging.getLogger(__name__)
 
 
-class AlreadyPaused(Exception):
-    pass
+class AlreadyPaused(WorkerError):
+    """A pause of a worker that is paused already."""
+
+    default_kind = Kind.ALREADY_PAUSED
 
 
-class PauseFailed(Exception):
+class PauseFailed(WorkerError):
     """The worker could not be paused; the message says what to install or allow."""
 
 
@@ -76,21 +80,21 @@ class OutsidePause:
         try:
             rows = await self.dashboard.running_tasks()
         except DashboardError as exc:
-            raise PauseFailed(f"cannot list running workers: {exc}") from None
+            raise PauseFailed(f"cannot list running workers: {exc}", Kind.UNREACHABLE) from None
         found = {
             r.id: r for r in (running_record(t, w) for t, w in rows) if r.id.startswith(wanted)
         }
         if len(found) > 1:
-            raise LookupError(f"{wanted!r} names {len(found)} workers: give more of the id")
+            raise LookupFailed(f"{wanted!r} names {len(found)} workers: give more of the id")
         if not found:
-            raise LookupError(
+            raise LookupFailed(
                 f"no worker {wanted!r} is running a task (`raydap stacks` lists them)"
             )
         return next(iter(found.values()))
 
     async def pause(self, wanted: str) -> BreakpointRecord:
         if not wanted or len(wanted) > 64:
-            raise LookupError("give a worker id (or its first characters)")
+            raise LookupFailed("give a worker id (or its first characters)")
         held = [r for r in self.holder.registry.records() if r.id.startswith(wanted)]
         if any(r.state == "paused" for r in held):
             raise AlreadyPaused(f"{held[0].id} is already paused: attach to it")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.workers.records import BreakpointRecord
 
 ChangeKind = Literal["added", "updated", "removed"]
@@ -70,8 +71,10 @@ class Subscription:
 T = TypeVar("T")
 
 
-class LookupFailed(LookupError):
+class LookupFailed(WorkerError, LookupError):
     """An id that names no worker, or more than one."""
+
+    default_kind = Kind.NOT_FOUND
 
 
 class Registry:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from raydap.adapter import State, Upstream, UpstreamError
+from raydap.adapter.errors import Kind
 from raydap.bridge.cluster.dashboard import DashboardError, TaskRow, WorkerRow
 from raydap.bridge.cluster.pyspy import Frame, main_thread, short
 from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
@@ -53,7 +54,9 @@ class StackOptions:
 async def _held_stack(holder: Holder, rid: str, options: StackOptions) -> list[Frame]:
     upstream = holder.upstreams.get(rid)
     if upstream is None or upstream.state is not State.STOPPED:
-        raise UpstreamError("not paused: its stack can be read only while it is stopped")
+        raise UpstreamError(
+            "not paused: its stack can be read only while it is stopped", Kind.NOT_PAUSED
+        )
     _, listed = await asyncio.wait_for(upstream.stack(levels=MAX_FRAMES), PER_WORKER_TIMEOUT)
     frames = innermost_first([
         Frame(

@@ -1,5 +1,6 @@
 """``POST /api/v1/breakpoints/{id}/continue`` on a real held debugpy: each failure says what
-it is (a worker that is running is a conflict, not a missing worker)."""
+it is (a worker that is running is a conflict, not a missing worker), by its status and by
+the ``kind`` of the one error type raised below the doors."""
 
 from __future__ import annotations
 
@@ -67,7 +68,11 @@ async def test_continue_answers_each_case_with_its_own_status(
 
     answer = await client.post(url, json={})
     assert answer.status == 409
-    assert "already running" in (await answer.json())["error"]
+    assert (await answer.json()) == {"error": f"worker {rid} is already running",
+                                     "kind": "not_paused"}  # fmt: skip
     missing = await client.post("/api/v1/breakpoints/ffffffff/continue", json={})
     assert missing.status == 404
     assert "no paused worker" in (await missing.json())["error"]
+    assert (await missing.json())["kind"] == "not_found"
+    record = await client.get("/api/v1/breakpoints/ffffffff")
+    assert record.status == 404 and (await record.json())["kind"] == "not_found"

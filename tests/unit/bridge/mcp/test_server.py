@@ -50,7 +50,7 @@ async def ask(desk: Desk, token: Token, tool: str, arguments: dict[str, Any], au
 async def test_a_view_token_cannot_run_code_and_the_refusal_is_audited() -> None:
     audit, desk = Audit(), Desk(Holder(Registry()))
     error, said = await ask(desk, VIEW, "evaluate", {"expression": "1"}, audit)
-    assert error and "'bob' may only look" in said["error"]
+    assert error and "'bob' may only look" in said["error"] and said["kind"] == "forbidden"
     error, said = await ask(desk, VIEW, "continue_workers", {}, audit)
     assert error and "debug token" in said["error"]
     assert [(e["action"], e["token"], e["tool"]) for e in audit.entries] == [
@@ -70,6 +70,7 @@ async def test_unknown_tools_and_bad_arguments_are_answered_with_what_is_wrong()
     assert error and said["error"].startswith("bad arguments for source: worker:")
     error, said = await ask(desk, DEBUG, "source", {"worker": "nobody"}, audit)
     assert error and "nobody" in said["error"]  # no such worker: said, not raised
+    assert said["kind"] == "not_found"
     assert [e["action"] for e in audit.entries] == ["mcp"]  # only the call that was run
 
 
@@ -184,4 +185,4 @@ async def test_an_agent_asks_whether_a_job_is_hung_and_why() -> None:
     error, said = await ask(desk, VIEW, "hangs", {"job": "not hex"}, Audit())
     assert error and "bad arguments" in said["error"]
     error, said = await ask(Desk(holder), VIEW, "hangs", {}, Audit())
-    assert error and "hang watch is off" in said["error"]
+    assert error and "hang watch is off" in said["error"] and said["kind"] == "unavailable"
