@@ -53,6 +53,7 @@ from raydap.bridge.workers.live import LiveWorkers
 from raydap.bridge.workers.outside_pause import OutsidePause
 from raydap.bridge.workers.registry import Registry
 from raydap.bridge.workers.rescue import Rescuer
+from raydap.bridge.workers.service import Workers
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,9 @@ class Bridge:
         self.metrics.watch_hangs(self.hangs)
         self.auth = Authenticator(tokens_for(settings))
         self.audit = AuditLog(settings.audit_log)
-        desk = Desk(self.holder, self.remote_stacks, self.outside_pause, self.hangs)
+        #: What a person can do to workers: the one service behind the HTTP API and MCP.
+        self.workers = Workers(self.holder, self.remote_stacks, self.outside_pause, self.hangs)
+        desk = Desk(self.workers)
         version = importlib.metadata.version("raydap")
         server = make_server(desk, self.audit.record, version, self.metrics.tool_call)
         self.mcp = McpEndpoint(server)
@@ -216,7 +219,6 @@ class Bridge:
         """Bind both listeners and start discovering; returns once they accept connections.
         ``received``: what the bridge this one replaces handed over (listeners, workers)."""
         services = Services(
-            holder=self.holder,
             status=self.status,
             resolve=self.resolve,
             capabilities=self.capabilities,
@@ -227,9 +229,7 @@ class Bridge:
             handshake_timeout=self.settings.handshake_timeout,
             sessions=self.sessions,
             node_ip=self.dashboard.node_ip,
-            remote_stacks=self.remote_stacks,
-            outside_pause=self.outside_pause,
-            hangs=self.hangs,
+            workers=self.workers,
             mcp=self.mcp,
         )
         await self.mcp.start()

@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from raydap.adapter import ClientSession
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.session import Resolver
-from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.server import endpoints, page, pdb_relay
 from raydap.bridge.server.audit import AuditLog
@@ -28,14 +27,14 @@ from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.server.pdb_relay import NodeIp
-from raydap.bridge.workers import group, stacks
+from raydap.bridge.workers import stacks
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.outside_pause import (
-    OutsidePause,
     PausePending,
 )
+from raydap.bridge.workers.service import Workers
 
 MAX_BODY_BYTES = 1024 * 1024
 #: Reachable without a token: liveness probes must not need a secret, and the web page and
@@ -54,7 +53,8 @@ class StatusSource(Protocol):
 class Services:
     """What the handlers need from the bridge."""
 
-    holder: Holder
+    #: What a person can do to workers (the MCP tools use the same one).
+    workers: Workers
     status: StatusSource
     resolve: Resolver
     capabilities: Callable[[], dict[str, Any]]
@@ -67,13 +67,12 @@ class Services:
     sessions: set[ClientSession] = field(default_factory=set)
     #: Where a Ray node is (legacy pdb that listens on localhost is reachable only there).
     node_ip: NodeIp | None = None
-    #: Stacks of workers nobody holds, and pausing them in place (None: held workers only).
-    remote_stacks: RemoteStacks | None = None
-    outside_pause: OutsidePause | None = None
-    #: Hang verdicts of watched jobs (None: the watch is off).
-    hangs: HangWatch | None = None
     #: ``/mcp`` for coding agents (None: not served).
     mcp: McpEndpoint | None = None
+
+    @property
+    def holder(self) -> Holder:
+        return self.workers.holder
 
 
 SERVICES = web.AppKey("services", Services)
@@ -204,39 +203,31 @@ async def authenticate(
 
 async def list_breakpoints(request: web.Request) -> web.Response:
     """Paused workers (live ones only while paused: ``/api/v1/workers`` has them all)."""
-    holder = request.app[SERVICES].holder
-    records = [
-        r.model_dump(mode="json")
-        for r in holder.registry.records()
-        if not (r.live and r.state == "running")
-    ]
-    return web.json_response({"breakpoints": records})
+    records = request.app[SERVICES].workers.records()
+    paused = [r.model_dump(mode="json") for r in records if not (r.live and r.state == "running")]
+    return web.json_response({"breakpoints": paused})
 
 
 async def list_workers(request: web.Request) -> web.Response:
     """Every held worker, running or paused, by the same ids as ``/api/v1/breakpoints``."""
-    holder = request.app[SERVICES].holder
-    workers = [
-        r.model_dump(mode="json") for r in holder.registry.records() if r.id in holder.upstreams
-    ]
-    return web.json_response({"workers": workers})
+    held = request.app[SERVICES].workers.held()
+    return web.json_response({"workers": [r.model_dump(mode="json") for r in held]})
 
 
 async def get_breakpoint(request: web.Request) -> web.Response:
-    registry = request.app[SERVICES].holder.registry
-    record = registry.resolve(request.match_info["id"])
+    record = request.app[SERVICES].workers.record(request.match_info["id"])
     return web.json_response(record.model_dump(mode="json"))
 
 
 async def continue_one(request: web.Request) -> web.Response:
-    rid = await request.app[SERVICES].holder.resume(request.match_info["id"])
+    [rid] = await request.app[SERVICES].workers.continue_workers(request.match_info["id"])
     _audit(request, "continue", worker=rid)
     return web.json_response({"continued": [rid]})
 
 
 async def continue_group(request: web.Request) -> web.Response:
     body: GroupBody = await _body(request, GroupBody)
-    ids = await group.continue_all(request.app[SERVICES].holder, body.filter)
+    ids = await request.app[SERVICES].workers.continue_workers(where=body.filter)
     for rid in ids:
         _audit(request, "continue", worker=rid)
     return web.json_response({"continued": ids})
@@ -245,7 +236,7 @@ async def continue_group(request: web.Request) -> web.Response:
 async def pause_group(request: web.Request) -> web.Response:
     """Pause every held worker of a filter that runs (live workers), through its debugpy."""
     body: GroupBody = await _body(request, GroupBody)
-    outcomes = await group.pause_all(request.app[SERVICES].holder, body.filter)
+    outcomes = await request.app[SERVICES].workers.pause_running(body.filter)
     for rid, _ in outcomes:
         _audit(request, "pause", worker=rid)
     paused = [rid for rid, why in outcomes if why is None]
@@ -255,14 +246,15 @@ async def pause_group(request: web.Request) -> web.Response:
 
 async def evaluate_group(request: web.Request) -> web.Response:
     body: EvaluateBody = await _body(request, EvaluateBody)
-    results = await group.evaluate_all(request.app[SERVICES].holder, body.expression, body.filter)
+    workers = request.app[SERVICES].workers
+    results = await workers.evaluate(body.expression, where=body.filter)
     for result in results:
         _audit(request, "evaluate", worker=result["id"], expression=body.expression)
     return web.json_response({"results": results})
 
 
 async def snapshot(request: web.Request) -> web.Response:
-    workers = await group.snapshot(request.app[SERVICES].holder, WorkerFilter())
+    workers = await request.app[SERVICES].workers.snapshot()
     return web.json_response({"workers": workers})
 
 
@@ -289,20 +281,19 @@ async def merged_stacks(request: web.Request) -> web.Response:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise _error(web.HTTPBadRequest, f"bad filter: {problems}") from None
-    services = request.app[SERVICES]
-    answer = await stacks.stacks(services.holder, where, services.remote_stacks, options)
+    answer = await request.app[SERVICES].workers.stacks(where, options)
     return web.json_response(answer)
 
 
 async def pause_worker(request: web.Request) -> web.Response:
     """Pause a worker running a task, on its node, with no ``breakpoint()`` in its code."""
-    pauser = request.app[SERVICES].outside_pause
-    if pauser is None:
+    workers = request.app[SERVICES].workers
+    if workers.outside_pause is None:
         raise _error(web.HTTPNotImplemented, "this bridge cannot pause running workers")
     wanted = request.match_info["id"]
     _audit(request, "pause", worker=wanted)
     try:
-        record = await pauser.pause(wanted)
+        record = await workers.pause(wanted)
     except PausePending as pending:
         answer = {"pending": True, "id": pending.rid, "reason": pending.reason}
         return web.json_response(answer, status=202)
@@ -310,7 +301,7 @@ async def pause_worker(request: web.Request) -> web.Response:
 
 
 def _hang_watch(request: web.Request) -> HangWatch:
-    watch = request.app[SERVICES].hangs
+    watch = request.app[SERVICES].workers.hang_watch
     if watch is None:
         raise _error(web.HTTPNotImplemented, "the hang watch is off (raydap serve --hang-watch)")
     return watch
@@ -436,7 +427,9 @@ async def _no_nodes(node_id: str) -> str | None:
 
 async def events_socket(request: web.Request) -> web.StreamResponse:
     services = request.app[SERVICES]
-    return await endpoints.serve_events(request, services.holder.registry, services.hangs)
+    return await endpoints.serve_events(
+        request, services.holder.registry, services.workers.hang_watch
+    )
 
 
 def make_app(services: Services, guard: BrowserGuard) -> web.Application:

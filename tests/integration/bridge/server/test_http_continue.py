@@ -22,6 +22,7 @@ from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.workers.follow import resolve
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.registry import Registry
+from raydap.bridge.workers.service import Workers
 from tests.integration.conftest import start_debuggee
 from tests.waiting import until
 
@@ -36,7 +37,7 @@ async def api() -> AsyncIterator[tuple[TestClient, Holder]]:  # type: ignore[typ
                     debugger_port=debuggee.port, num_paused_threads=1)  # fmt: skip
     holder.hold(PausedWorker(row, time.time()))
     services = Services(
-        holder=holder,
+        workers=Workers(holder),
         status=lambda: {"status": "ok"},
         resolve=lambda arguments: resolve(holder, arguments),
         capabilities=lambda: bridge_capabilities(None),

@@ -17,6 +17,7 @@ from raydap.bridge.server.auth import Token
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord, ExceptionInfo
 from raydap.bridge.workers.registry import Registry
+from raydap.bridge.workers.service import Workers
 
 VIEW = Token("bob", "view", "x" * 20)
 DEBUG = Token("alice", "debug", "y" * 20)
@@ -48,7 +49,7 @@ async def ask(desk: Desk, token: Token, tool: str, arguments: dict[str, Any], au
 
 
 async def test_a_view_token_cannot_run_code_and_the_refusal_is_audited() -> None:
-    audit, desk = Audit(), Desk(Holder(Registry()))
+    audit, desk = Audit(), Desk(Workers(Holder(Registry())))
     error, said = await ask(desk, VIEW, "evaluate", {"expression": "1"}, audit)
     assert error and "'bob' may only look" in said["error"] and said["kind"] == "forbidden"
     error, said = await ask(desk, VIEW, "continue_workers", {}, audit)
@@ -63,7 +64,7 @@ async def test_a_view_token_cannot_run_code_and_the_refusal_is_audited() -> None
 
 
 async def test_unknown_tools_and_bad_arguments_are_answered_with_what_is_wrong() -> None:
-    audit, desk = Audit(), Desk(Holder(Registry()))
+    audit, desk = Audit(), Desk(Workers(Holder(Registry())))
     error, said = await ask(desk, DEBUG, "rm_rf", {}, audit)
     assert error and "no tool 'rm_rf'" in said["error"]
     error, said = await ask(desk, DEBUG, "source", {"worker": "a/b"}, audit)
@@ -79,7 +80,7 @@ async def test_a_bug_in_a_tool_becomes_an_error_result(monkeypatch: pytest.Monke
         raise KeyError("oops")
 
     monkeypatch.setattr(Desk, "list_workers", broken)
-    error, said = await ask(Desk(Holder(Registry())), DEBUG, "list_workers", {}, Audit())
+    error, said = await ask(Desk(Workers(Holder(Registry()))), DEBUG, "list_workers", {}, Audit())
     assert error and said["error"] == "list_workers failed in the bridge: KeyError('oops')"
 
 
@@ -89,7 +90,7 @@ async def test_workers_are_listed_with_rank_role_place_and_exception() -> None:
                         pid=42, kind="exception",
                         exception=ExceptionInfo(type="ValueError", message="bad")))  # fmt: skip
     registry.put(record("b2", state="running", job_id="03000000", live=True))
-    error, said = await ask(Desk(Holder(registry)), VIEW, "list_workers",
+    error, said = await ask(Desk(Workers(Holder(registry))), VIEW, "list_workers",
                             {"filter": {"job": "02000000"}}, Audit())  # fmt: skip
     assert not error and said["count"] == 1
     [worker] = said["workers"]
@@ -101,7 +102,7 @@ async def test_workers_are_listed_with_rank_role_place_and_exception() -> None:
 
 async def test_wait_for_pause_returns_when_enough_workers_paused_or_says_none_did() -> None:
     registry = Registry()
-    desk = Desk(Holder(registry))
+    desk = Desk(Workers(Holder(registry)))
     registry.put(record("a1", state="running", job_id="02000000"))
     registry.put(record("b2", state="running", job_id="02000000"))
     waiting = asyncio.create_task(
@@ -127,7 +128,7 @@ def test_differing_values_are_marked() -> None:
     registry = Registry()
     for rid, rank in (("a", 0), ("b", 1), ("c", 2)):
         registry.put(record(rid, rank=rank))
-    desk = Desk(Holder(registry))
+    desk = Desk(Workers(Holder(registry)))
     said = desk._marked([{"id": "a", "result": "4"}, {"id": "b", "result": "4"},
                          {"id": "c", "result": "5"}])  # fmt: skip
     assert [r.get("differs") for r in said["results"]] == [None, None, True]
@@ -142,7 +143,7 @@ def test_differing_values_are_marked() -> None:
 
 async def test_each_call_of_a_known_tool_is_measured_with_its_outcome() -> None:
     measured: list[tuple[str, str]] = []
-    desk = Desk(Holder(Registry()))
+    desk = Desk(Workers(Holder(Registry())))
 
     def measure(tool: str, seconds: float, outcome: str) -> None:
         assert 0 <= seconds < 5
@@ -174,7 +175,7 @@ async def test_an_agent_asks_whether_a_job_is_hung_and_why() -> None:
     from raydap.bridge.workers.collective_reader import Finding
 
     watch.judge.verdicts["0a000000"] = merged(stack, Finding(collective=found))
-    desk = Desk(holder, hang_watch=watch)
+    desk = Desk(Workers(holder, hang_watch=watch))
     error, said = await ask(desk, VIEW, "hangs", {}, Audit())
     assert not error
     [job] = said["jobs"]
@@ -184,5 +185,5 @@ async def test_an_agent_asks_whether_a_job_is_hung_and_why() -> None:
     assert said["jobs"] == [] and "not watched" in said["hint"]
     error, said = await ask(desk, VIEW, "hangs", {"job": "not hex"}, Audit())
     assert error and "bad arguments" in said["error"]
-    error, said = await ask(Desk(holder), VIEW, "hangs", {}, Audit())
+    error, said = await ask(Desk(Workers(holder)), VIEW, "hangs", {}, Audit())
     assert error and "hang watch is off" in said["error"] and said["kind"] == "unavailable"

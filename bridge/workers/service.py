@@ -1,0 +1,256 @@
+"""What a person can do to workers: the one service behind every door of the bridge's process.
+
+The HTTP API and the MCP tools call it (DAP sessions reach workers through the adapter's mux,
+and find them through the same holder); the pdb and the web page are clients in other processes
+and come through those doors. Each door keeps only its own shapes and wording: the service
+answers with records, plain stack frames and values, and fails with a
+:class:`~raydap.adapter.errors.WorkerError` whose kind the door translates once.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from raydap.adapter import State, Upstream, in_worker
+from raydap.adapter.breakpoints import Spec
+from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.worker_breakpoints import Given
+from raydap.bridge.cluster.remote_stacks import RemoteStacks
+from raydap.bridge.workers import group, stacks
+from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.hang_watch import HangWatch
+from raydap.bridge.workers.hangs import Verdict
+from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.outside_pause import OutsidePause
+from raydap.bridge.workers.records import BreakpointRecord
+
+Step = Literal["over", "into", "out"]
+_STEP_COMMANDS: dict[Step, str] = {"over": "next", "into": "stepIn", "out": "stepOut"}
+EVERY_WORKER = WorkerFilter()
+
+
+@dataclass(frozen=True)
+class Source:
+    """Lines of a paused worker's file around a frame's line, read on the worker's node."""
+
+    frame: dict[str, Any]
+    first: int
+    code: str
+
+
+@dataclass
+class Workers:
+    """The workers the bridge holds, and the running ones it can see, as a person acts on them."""
+
+    holder: Holder
+    #: Stacks of workers nobody holds (None: held workers only).
+    remote_stacks: RemoteStacks | None = None
+    #: Pausing a running worker in place, from outside (None: live workers only).
+    outside_pause: OutsidePause | None = None
+    #: Hang verdicts of watched jobs (None: the watch is off).
+    hang_watch: HangWatch | None = None
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def records(self, where: WorkerFilter = EVERY_WORKER) -> list[BreakpointRecord]:
+        """Every worker listed (paused, live, connecting, failed) that ``where`` matches."""
+        return [r for r in self.holder.registry.records() if where.matches(r)]
+
+    def held(self) -> list[BreakpointRecord]:
+        """The workers whose debugpy connection the bridge holds."""
+        return [r for r in self.holder.registry.records() if r.id in self.holder.upstreams]
+
+    def record(self, id_or_prefix: str) -> BreakpointRecord:
+        """The record an id or unique prefix names; ``not_found`` otherwise."""
+        return self.holder.registry.resolve(id_or_prefix)
+
+    async def stacks(
+        self, where: WorkerFilter, options: stacks.StackOptions | None = None
+    ) -> dict[str, Any]:
+        """Every matching worker's stack, held and running, merged into one tree."""
+        options = options or stacks.StackOptions()
+        return await stacks.stacks(self.holder, where, self.remote_stacks, options)
+
+    async def snapshot(self, where: WorkerFilter = EVERY_WORKER) -> list[dict[str, Any]]:
+        return await group.snapshot(self.holder, where)
+
+    async def paused(self, worker: str) -> tuple[BreakpointRecord, Upstream]:
+        """A held worker that is paused now; ``not_paused`` while it runs."""
+        rid, upstream = await self.holder.held_worker(worker)
+        record = self.holder.registry.get(rid)
+        if record is None or upstream.state is not State.STOPPED:
+            raise WorkerError(
+                f"worker {rid} is running: pause_workers or wait_for_pause first", Kind.NOT_PAUSED
+            )
+        return record, upstream
+
+    async def frame(self, worker: str, index: int) -> tuple[BreakpointRecord, dict[str, Any]]:
+        """Frame ``index`` (0: the innermost) of a paused worker's stopped thread."""
+        record, upstream = await self.paused(worker)
+        return record, await _frame(upstream, index)
+
+    async def variables(
+        self, worker: str, index: int
+    ) -> tuple[BreakpointRecord, dict[str, Any], list[dict[str, Any]]]:
+        """The locals of frame ``index`` of a paused worker, as debugpy shows them."""
+        record, upstream = await self.paused(worker)
+        frame = await _frame(upstream, index)
+        scopes = await upstream.request("scopes", {"frameId": frame["id"]})
+        listed = (scopes.body or {}).get("scopes") or [] if scopes.success else []
+        if not listed:
+            raise WorkerError(f"{record.label} gave no scopes for frame {index}")
+        answer = await upstream.request(
+            "variables", {"variablesReference": listed[0]["variablesReference"]}
+        )
+        return record, frame, list((answer.body or {}).get("variables", []))
+
+    async def source(
+        self, worker: str, index: int, context_lines: int
+    ) -> tuple[BreakpointRecord, Source]:
+        """The lines around frame ``index``'s line, read where the worker runs."""
+        record, upstream = await self.paused(worker)
+        frame = await _frame(upstream, index)
+        path = str((frame.get("source") or {}).get("path") or "")
+        line = int(frame.get("line") or 0)
+        first = max(1, line - context_lines)
+        reader = in_worker.read_lines(path, first, line + context_lines)
+        text = await _evaluate(upstream, frame["id"], reader, context="clipboard")
+        try:
+            code = str(ast.literal_eval(text))
+        except (ValueError, SyntaxError):
+            raise WorkerError(f"cannot read {path} in {record.label}: {text[:200]}") from None
+        if not code:
+            raise WorkerError(
+                f"{path} cannot be read on {record.label}'s node (no such file?)", Kind.NOT_FOUND
+            )
+        return record, Source(frame, first, code)
+
+    def hangs(self, job: str | None = None) -> list[Verdict]:
+        """Each watched job's verdict (``unavailable`` when the watch is off)."""
+        return [v for v in self.watch().verdicts() if job is None or v.job == job]
+
+    def watch(self) -> HangWatch:
+        if self.hang_watch is None:
+            raise WorkerError(
+                "the bridge's hang watch is off (raydap serve --hang-watch)", Kind.UNAVAILABLE
+            )
+        return self.hang_watch
+
+    async def wait_for_pause(
+        self, where: WorkerFilter, count: int, timeout: float
+    ) -> list[BreakpointRecord]:
+        """Once ``count`` matching workers are paused, they; after ``timeout`` s, those that are."""
+        registry = self.holder.registry
+
+        def paused() -> list[BreakpointRecord]:
+            return [r for r in registry.records() if r.state == "paused" and where.matches(r)]
+
+        enough = await registry.until(
+            lambda: found if len(found := paused()) >= count else None, timeout
+        )
+        return enough if enough is not None else paused()
+
+    # -- running code and moving workers -----------------------------------------------------
+
+    async def evaluate(
+        self, expression: str, *, worker: str | None = None,
+        where: WorkerFilter = EVERY_WORKER, frame: int = 0,
+    ) -> list[dict[str, str]]:  # fmt: skip
+        """``expression`` in frame ``frame`` of one paused worker, or of every matching one side
+        by side: each ``{"id", "result"}`` or ``{"id", "error"}``."""
+        if worker is None:
+            return await group.evaluate_all(self.holder, expression, where, frame=frame)
+        record, upstream = await self.paused(worker)
+        try:
+            value = await group.evaluate_one(upstream, expression, frame)
+        except WorkerError as exc:
+            return [{"id": record.id, "error": str(exc)}]
+        return [{"id": record.id, "result": value}]
+
+    async def give_breakpoints(
+        self, owner: str, path: str, specs: list[Spec], job: str | None
+    ) -> list[tuple[BreakpointRecord, Given]]:
+        """``owner``'s breakpoints in ``path`` for every live held worker of ``job`` (merged
+        with other sessions' there by each worker's one owner of its breakpoints)."""
+        chosen = [
+            (r, u)
+            for r in self.holder.registry.records()
+            if r.live
+            and (job is None or r.job_id == job)
+            and (u := self.holder.upstreams.get(r.id)) is not None
+            and u.state in (State.RUNNING, State.STOPPED)
+        ]
+        if not chosen:
+            where = f"job {job}" if job else "any job"
+            raise WorkerError(
+                f"no live worker of {where} is held: run the job with raydap.live (see "
+                "docs/live.md), or wait for its workers to start (list_workers shows them)",
+                Kind.NOT_FOUND,
+            )
+        key = ("setBreakpoints", path)
+        given = await asyncio.gather(*(
+            u.breakpoints.give(owner, key, specs, {"source": {"path": path}}) for _, u in chosen
+        ))  # fmt: skip
+        return [(r, g) for (r, _), g in zip(chosen, given, strict=True)]
+
+    async def continue_workers(
+        self, worker: str | None = None, where: WorkerFilter = EVERY_WORKER
+    ) -> list[str]:
+        """Continue one held worker (failing with why), or every matching paused one."""
+        if worker is None:
+            return await group.continue_all(self.holder, where)
+        return [await self.holder.resume(worker)]
+
+    async def pause_running(self, where: WorkerFilter) -> list[tuple[str, str | None]]:
+        """Pause every matching held worker that runs: each id, with why not if not."""
+        return await group.pause_all(self.holder, where)
+
+    async def pause(self, worker: str) -> BreakpointRecord:
+        """Pause one running worker, held (live) or not (from outside, on its node); raises
+        :class:`~raydap.bridge.workers.outside_pause.PausePending` where it waits in native
+        code, with where."""
+        if self.outside_pause is None:
+            raise WorkerError("this bridge cannot pause running workers", Kind.UNAVAILABLE)
+        return await self.outside_pause.pause(worker)
+
+    async def step(
+        self, worker: str, kind: Step, timeout: float
+    ) -> tuple[BreakpointRecord, BreakpointRecord | None]:
+        """Step a paused worker; its record before, and once it stopped again (None if it did
+        not within ``timeout`` s: it runs on)."""
+        record, upstream = await self.paused(worker)
+        thread_id, _ = await upstream.stack(levels=1)
+        response = await upstream.request(_STEP_COMMANDS[kind], {"threadId": thread_id})
+        if not response.success:
+            raise WorkerError(f"{record.label} refused to step: {response.message}")
+
+        def stopped_again() -> BreakpointRecord | None:
+            now = self.holder.registry.get(record.id)
+            if now is None or now.state != "paused":
+                return None
+            # The keeper gives a later stop its own time: this one is after the step.
+            return now if now.paused_since > record.paused_since else None
+
+        return record, await self.holder.registry.until(stopped_again, timeout)
+
+
+async def _frame(upstream: Upstream, index: int) -> dict[str, Any]:
+    _, frames = await upstream.stack(levels=index + 1)
+    if index >= len(frames):
+        raise WorkerError(
+            f"the stack has {len(frames)} frames: frame is 0 to {len(frames) - 1}", Kind.NOT_FOUND
+        )
+    return frames[index]
+
+
+async def _evaluate(
+    upstream: Upstream, frame_id: int, expression: str, context: str = "repl"
+) -> str:
+    arguments = {"expression": expression, "frameId": frame_id, "context": context}
+    response = await upstream.request("evaluate", arguments)
+    if not response.success:
+        raise WorkerError(response.message or "evaluation failed")
+    return str((response.body or {}).get("result", ""))
