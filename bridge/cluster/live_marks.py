@@ -21,7 +21,8 @@ from raydap.live import NAMESPACE, mark_key
 log = logging.getLogger(__name__)
 
 _NAMESPACE = NAMESPACE.encode()
-_BREAKPOINTS = b"bridge:breakpoints"
+#: Where the bridge keeps its live workers' breakpoints, for the one that restarts.
+BREAKPOINTS_KEY = b"bridge:breakpoints"
 MAX_MARK_BYTES = 64 * 1024
 MAX_BREAKPOINTS_BYTES = 4 * 1024 * 1024
 
@@ -87,7 +88,7 @@ class GcsMarks:
 
     async def load_breakpoints(self) -> list[dict[str, Any]]:
         value = await asyncio.to_thread(
-            self._gcs().internal_kv_get, _BREAKPOINTS, namespace=_NAMESPACE
+            self._gcs().internal_kv_get, BREAKPOINTS_KEY, namespace=_NAMESPACE
         )
         if not value or len(value) > MAX_BREAKPOINTS_BYTES:
             return []
@@ -103,7 +104,7 @@ class GcsMarks:
             log.warning("live breakpoints too large to keep in GCS (%d bytes)", len(value))
             return
         await asyncio.to_thread(
-            self._gcs().internal_kv_put, _BREAKPOINTS, value, True, namespace=_NAMESPACE
+            self._gcs().internal_kv_put, BREAKPOINTS_KEY, value, True, namespace=_NAMESPACE
         )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -11,6 +10,7 @@ from raydap.protocol import CONTINUE_ALL
 from tests.conftest import Connect
 from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line
 from tests.e2e.test_bridge import evaluate, stopped_frame
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -160,10 +160,7 @@ async def test_child_sessions_get_one_start_debugging_request_per_worker(
         localRoot=str(JOBS),
         client_capabilities={"supportsStartDebuggingRequest": True},
     )
-    for _ in range(100):
-        if parent.reverse_requests:
-            break
-        await asyncio.sleep(0.1)
+    await until(lambda: parent.reverse_requests, timeout=10, what="startDebugging")
     [start] = parent.reverse_requests
     assert start.command == "startDebugging"
     configuration = start.arguments["configuration"]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from raydap.bridge.client.local_ray import LocalRay
+from raydap.bridge.cluster.live_marks import BREAKPOINTS_KEY
 from raydap.bridge.cluster.locate import gcs_client
 from raydap.live import NAMESPACE, mark_key
 from tests.conftest import Connect, runtime_dir
@@ -224,7 +225,13 @@ async def test_a_restarted_bridge_holds_live_workers_again_with_their_breakpoint
     try:
         ranks = await asyncio.to_thread(wait_workers, first, job.job_id, running_ranks)
         await follow_with_conditional_breakpoint(dap_connect, first, job, ranks)
-        await asyncio.sleep(0.5)  # the bridge keeps them in GCS a moment after a change
+        gcs = gcs_client(live_head.address)
+
+        def kept() -> bool:  # what a bridge that restarts reads: the breakpoint kept in GCS
+            value = gcs.internal_kv_get(BREAKPOINTS_KEY, namespace=NAMESPACE.encode())
+            return b"probe" in (value or b"")
+
+        await until(kept, timeout=10, every=0.05, what="the conditional breakpoint kept in GCS")
 
         first.process.kill()  # a crash: nothing is cleaned up
         first.process.wait()

@@ -11,6 +11,7 @@ import pytest
 from raydap.adapter import AttachError, ClientSession, SingleWorker, Upstream, Worker, WorkerMux
 from raydap.adapter.channel import Message
 from raydap.protocol import Request, Response
+from tests.waiting import until
 
 
 class MemoryChannel:
@@ -61,10 +62,8 @@ async def serve(resolve: Any, *after_attach: Request) -> dict[int, list[Response
     ]
     for request in requests:
         channel.incoming.put_nowait(request)
-    for _ in range(500):  # 5 s for what takes milliseconds: a request left unanswered fails
-        if len(channel.answers()) == len(requests):
-            break
-        await asyncio.sleep(0.01)
+    # 5 s for what takes milliseconds: a request left unanswered fails here.
+    await until(lambda: len(channel.answers()) == len(requests), timeout=5, what="every answer")
     channel.incoming.put_nowait(None)
     await asyncio.wait_for(running, 5)
     return channel.answers()

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from raydap.adapter import State, Upstream, open_tcp_channel
 from raydap.protocol import Decoder, Event, Request, encode, event, response_to
+from tests.waiting import until
 
 STOPPED = event("stopped", {"reason": "breakpoint", "threadId": 1, "allThreadsStopped": True})
 
@@ -121,10 +122,7 @@ async def test_a_stop_sent_before_its_breakpoints_answer_names_the_breakpoint() 
         upstream.breakpoints.book.answered(
             ("setBreakpoints", "/x.py"), union, response.body["breakpoints"]
         )
-        for _ in range(50):
-            if seen:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: seen, timeout=5, what="the stop shown")
         assert seen == [[True]]  # shown once the id was known, not before
         assert upstream.state is State.STOPPED
     finally:

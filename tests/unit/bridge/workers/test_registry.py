@@ -102,7 +102,7 @@ async def test_until_asks_again_at_each_change_and_gives_up_in_time() -> None:
         return found if found is not None and found.state == "paused" else None
 
     waiting = asyncio.create_task(registry.until(paused, 5))
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # a check that nothing happens: no record paused, no answer
     assert not waiting.done()
     registry.put(record("a", state="paused"))
     assert (await asyncio.wait_for(waiting, 2)) == registry.get("a")
