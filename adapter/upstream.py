@@ -24,14 +24,13 @@ from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
 from raydap.adapter.ray_hook import (
     DROP_TAGS_STATEMENT,
-    MAX_SETTLE_STEPS,
     REARM_STATEMENT,
     Settle,
-    may_stop_in_hook,
-    settle_action,
 )
 from raydap.adapter.requests import RequestEngine
+from raydap.adapter.settler import Settler
 from raydap.adapter.stops import Stops
+from raydap.adapter.upstream_life import Happening, Life, after
 from raydap.adapter.worker_breakpoints import WorkerBreakpoints
 from raydap.live.collectives import EVENT as PROCESS_GROUPS_EVENT
 from raydap.protocol import Event, ProtocolError, Request, Response, Route, event, parse_message
@@ -107,8 +106,8 @@ class Upstream:
         self.child_pid = child_pid
         self.request_timeout = request_timeout
         self.capabilities: dict[str, Any] = {}
-        self._attached = False  # the handshake is done, or the worker has shown a stop
-        self._is_closed = False
+        #: What may be done with the connection (:mod:`.upstream_life`).
+        self.life = Life.CONNECTING
         #: The ``stopped`` event in force for each stopped thread, in the order they stopped.
         self.stops = Stops()
         self.process_event: Event | None = None
@@ -123,8 +122,7 @@ class Upstream:
         self._initialized = asyncio.Event()
         self._first_stop = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
-        self._detaching = ""  # why, while detaching
-        self._lent = False  # lent to another process (:meth:`lend`): reading stopped
+        self._detach_reason = ""  # what clients are told once a detach closes it
         self._background: set[asyncio.Future[Any]] = set()
         #: Told of every breakpoint configuration the worker accepted (``setBreakpoints`` and
         #: the like, as sent to it), so the bridge can keep what a live worker has.
@@ -138,9 +136,8 @@ class Upstream:
         #: Told of what a ``raydap.live`` worker says of its torch.distributed process groups
         #: as its job makes them (:mod:`raydap.live.collectives`).
         self.on_process_groups: Callable[[object], None] | None = None
-        #: Stops being moved out of Ray's hook, by thread: the event to show once it is done
-        #: (None: show the next stop as it comes) and how many steps it took so far.
-        self._settling: dict[int, tuple[Event | None, int]] = {}
+        #: Stops being moved out of Ray's hook (:mod:`.settler`).
+        self._settler = Settler()
         #: Breakpoint settings sent and not answered yet: a stop at one of them may come
         #: first on the wire, naming an id the bridge learns only from the answer.
         self._configuring = 0
@@ -149,11 +146,11 @@ class Upstream:
 
     @property
     def state(self) -> State:
-        if self._is_closed:
+        if self.life is Life.CLOSED:
             return State.CLOSED
         if self.stops:
             return State.STOPPED
-        return State.RUNNING if self._attached else State.CONNECTING
+        return State.CONNECTING if self.life is Life.CONNECTING else State.RUNNING
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -175,7 +172,7 @@ class Upstream:
             process = parse_message(carried.process_event)
             upstream.process_event = process if isinstance(process, Event) else None
         upstream.stops_in_ray_hook = carried.stops_in_ray_hook
-        upstream._attached = True
+        upstream._happen(Happening.ATTACHED)
         upstream._initialized.set()
         upstream._first_stop.set()
         return upstream
@@ -185,25 +182,29 @@ class Upstream:
         """Whether nothing is under way with the worker: no request waits for its answer, no
         stop is being settled or shown, no breakpoints are being set."""
         return not (
-            self._requests.waiting or self._background or self._settling or self._configuring
+            self._requests.waiting or self._background or self._settler or self._configuring
         )
 
     async def lend(self) -> tuple[int, Carried]:
         """Stop reading, between two messages, and give the socket's descriptor and the state
         another process needs to go on (:meth:`adopt`). Requests fail while it is lent. Raises
         UpstreamError if something is under way, or for a connection that cannot be lent."""
-        if self.state is State.CLOSED:
+        if self.life is Life.CLOSED:
             raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
-        if not isinstance(self.channel, StreamChannel) or self._reader is None:
+        if (
+            not isinstance(self.channel, StreamChannel)
+            or self._reader is None
+            or self.life is not Life.ATTACHED
+        ):
             raise UpstreamError(f"{self.name}: its connection cannot be handed over")
         if not self.quiet:
             raise UpstreamError(
                 f"{self.name} is busy (a request or a stop is under way)", Kind.UNAVAILABLE
             )
-        self._lent = True
+        self._happen(Happening.LEND)
         self._reader.cancel()
         await asyncio.gather(self._reader, return_exceptions=True)
-        if self._is_closed:
+        if self.state is State.CLOSED:  # closed while its reader stopped
             raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
         descriptor, unread = self.channel.lend()
         return descriptor, Carried(
@@ -217,8 +218,8 @@ class Upstream:
 
     def take_back(self) -> None:
         """The hand-over failed: read again from where :meth:`lend` stopped."""
-        if self._lent and isinstance(self.channel, StreamChannel):
-            self._lent = False
+        if self.life is Life.LENT and isinstance(self.channel, StreamChannel):
+            self._happen(Happening.TAKE_BACK)
             self.channel.take_back()
             self.start()
 
@@ -280,7 +281,7 @@ class Upstream:
             await attach
             if expect_stop:
                 await asyncio.wait_for(self._first_stop.wait(), timeout)
-            self._attached = True
+            self._happen(Happening.ATTACHED)
         except BaseException:
             attach.cancel()
             raise
@@ -288,9 +289,10 @@ class Upstream:
     async def detach(self, reason: str = "detached") -> None:
         """Disconnect without killing the worker; debugpy then resumes it. ``reason`` is what
         its clients are told."""
-        if self.state is State.CLOSED:
+        if self.life in (Life.CLOSED, Life.LENT):  # a lent one goes on in the other process
             return
-        self._detaching = reason
+        self._happen(Happening.DETACH)
+        self._detach_reason = reason
         with contextlib.suppress(UpstreamError, asyncio.TimeoutError):
             await self.request("disconnect", {"terminateDebuggee": False}, timeout=2.0)
         await self.close(reason)
@@ -363,7 +365,7 @@ class Upstream:
         """One request and its response, uncached."""
         if self.state is State.CLOSED:
             raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
-        if self._lent:
+        if self.life is Life.LENT:
             raise UpstreamError(
                 f"{self.name} is being handed to a new bridge: try again", Kind.UNAVAILABLE
             )
@@ -403,11 +405,11 @@ class Upstream:
             reason = self.close_reason or "closed"
             raise
         finally:
-            if not self._lent:  # a lent connection stays open, for the process it goes to
+            if self.life is not Life.LENT:  # a lent one stays open, for the process it goes to
                 try:
                     await self.channel.close()  # a channel's close swallows its socket's errors
                 finally:
-                    self._closed(self._detaching or reason)
+                    self._closed(self._detach_reason or reason)
 
     def _on_answer(self, request: Request, response: Response) -> None:
         # Applied here, in wire order: the worker may stop again right after resuming, and
@@ -423,12 +425,7 @@ class Upstream:
             self._initialized.set()
         elif name == "stopped":
             self.cache.clear()
-            thread_id = body.get("threadId")
-            settling = isinstance(thread_id, int) and (
-                thread_id in self._settling
-                or (self.stops_in_ray_hook is not False and may_stop_in_hook(body))
-            )
-            if settling:
+            if self._settler.takes(body.get("threadId"), body, self.stops_in_ray_hook):
                 self._spawn(self._settle(message))
             elif self._configuring:
                 self._spawn(self._show_once_configured(message))
@@ -460,7 +457,7 @@ class Upstream:
             # fail, and a failed handler ends debugpy's adapter (``os._exit(1)`` in its
             # messaging), leaving the worker's next ``breakpoint()`` waiting on a port that
             # refuses. So a detach closes once answered (:meth:`detach`), not here.
-            if not self._detaching:
+            if self.life is not Life.DETACHING:
                 self._spawn(self.close("the worker process exited"))
             return
         if name in PRIVATE_EVENTS or (name == "output" and body.get("category") == "telemetry"):
@@ -479,14 +476,14 @@ class Upstream:
         """A stop that stands where the user expects: record it and tell every client."""
         body = message.body if isinstance(message.body, dict) else {}
         thread_id = body.get("threadId")
-        if self._detaching:
+        if self.life is Life.DETACHING:
             log.warning(
                 "%s stopped while the bridge was detaching: debugpy resumes it on "
                 "disconnect, so this breakpoint() is skipped",
                 self.name,
             )
         self.stops.stopped(message)
-        self._attached = True
+        self._happen(Happening.ATTACHED)
         self._first_stop.set()
         if isinstance(thread_id, int):
             self._spawn(self._prefetch(thread_id))
@@ -501,20 +498,20 @@ class Upstream:
         stop is shown where it is."""
         body = message.body if isinstance(message.body, dict) else {}
         thread_id = int(body["threadId"])
-        shown, steps = self._settling.pop(thread_id, (message, 0))
+        settling = self._settler.begin(thread_id, message)
         action, moved = Settle.SHOW, None
         try:
             trace = await self._exchange(
                 "stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": 2}, None
             )
             frames = (trace.body or {}).get("stackFrames") or [] if trace.success else []
-            action = settle_action(frames) if steps < MAX_SETTLE_STEPS else Settle.SHOW
-            if steps == 0 and self.stops_in_ray_hook is None:
+            action = self._settler.plan(settling, frames)
+            if settling.steps == 0 and self.stops_in_ray_hook is None:
                 self.stops_in_ray_hook = action is not Settle.SHOW
                 if self.stops_in_ray_hook:  # Python 3.12+, no raydap.live: see ray_hook
                     self._spawn(self._drop_pydevd_tags())
             if action is Settle.STEP:
-                self._settling[thread_id] = (shown, steps + 1)  # shown: the breakpoint() stop
+                self._settler.moving(thread_id, settling, action)
                 moved = await self._exchange("next", {"threadId": thread_id}, None)
             elif action is Settle.REARM:
                 rearmed = await self._exchange(
@@ -527,23 +524,23 @@ class Upstream:
                                 rearmed.message)  # fmt: skip
                     action = Settle.SHOW
                 else:
-                    self._settling[thread_id] = (None, steps + 1)  # shown: the real stop
+                    self._settler.moving(thread_id, settling, action)
                     moved = await self._exchange("continue", {"threadId": thread_id}, None)
             if moved is not None and not moved.success:
-                self._settling.pop(thread_id, None)
+                self._settler.drop(thread_id)
                 action = Settle.SHOW
         except UpstreamError as exc:
-            self._settling.pop(thread_id, None)
+            self._settler.drop(thread_id)
             if self.state is State.CLOSED:
                 return
             log.warning("%s: showing a stop as it is: %s", self.name, exc)
             action = Settle.SHOW
         except Exception:  # a bug here must not hide the stop from everyone
-            self._settling.pop(thread_id, None)
+            self._settler.drop(thread_id)
             log.exception("%s: showing a stop as it is", self.name)
             action = Settle.SHOW
         if action is Settle.SHOW:
-            self._show_stop(shown or message)
+            self._show_stop(settling.shown or message)
 
     def _resumed(self, thread_id: object, body: object) -> None:
         """Forget the stops that ended, and tell every client once (debugpy tells only the
@@ -598,10 +595,14 @@ class Upstream:
         for client in list(self.clients):
             client.upstream_event(self, message)
 
+    def _happen(self, happening: Happening) -> None:
+        """Move to the phase :mod:`.upstream_life`'s table gives (LifeError if none)."""
+        self.life = after(self.life, happening)
+
     def _closed(self, reason: str) -> None:
-        if self._is_closed:
+        if self.life is Life.CLOSED:
             return
-        self._is_closed = True
+        self._happen(Happening.CLOSED)
         self.close_reason = reason
         self.stops.clear()
         self._requests.fail_pending(UpstreamClosed(f"worker {self.name} is gone ({reason})"))
