@@ -54,6 +54,14 @@ class Parent:
             root = psutil.Process(self.process.pid)
             self.started |= {root, *root.children(recursive=True)}
 
+    def start_children(self, methods: str) -> None:
+        """Tell the parent which children to start. The file appears whole (written beside,
+        then renamed): the parent reads it as soon as it exists, and a file created empty and
+        written after read as no children at all."""
+        written = self.go.with_suffix(".writing")
+        written.write_text(methods)
+        written.replace(self.go)
+
     async def hold(self, working_dir: str) -> None:
         mark = LiveMark(pid=self.process.pid, cwd=working_dir)
         self.holder.hold(PausedWorker(self.worker, time.time()), live=mark)
@@ -101,7 +109,7 @@ async def test_children_are_held_beside_their_parent_and_leave_as_they_exit(
     parent: Parent, tmp_path: Path
 ) -> None:
     await parent.hold(str(tmp_path))
-    parent.go.write_text("spawn fork")
+    parent.start_children("spawn fork")
     # The two children, and the resource tracker multiprocessing starts for spawned ones.
     await parent.until(lambda: parent.held_children() == 3)
     children = parent.children()
@@ -123,7 +131,7 @@ async def test_a_parent_that_dies_takes_its_children_with_it(
     parent: Parent, tmp_path: Path
 ) -> None:
     await parent.hold(str(tmp_path))
-    parent.go.write_text("spawn spawn")
+    parent.start_children("spawn spawn")
     await parent.until(lambda: parent.held_children() == 3)
     parent.process.send_signal(signal.SIGKILL)
     await parent.until(lambda: not parent.registry.records())
@@ -132,7 +140,7 @@ async def test_a_parent_that_dies_takes_its_children_with_it(
 
 async def test_a_childs_own_children_are_held_under_it(parent: Parent, tmp_path: Path) -> None:
     await parent.hold(str(tmp_path))
-    parent.go.write_text("nested")
+    parent.start_children("nested")
     await parent.until(lambda: parent.held_children() == 1)
     [child] = parent.children()
     await parent.until(
