@@ -21,6 +21,7 @@ from raydap.bridge.client.render import breakpoints_table
 from raydap.bridge.cluster.locate import Cluster, ClusterNotFound, locate
 from raydap.bridge.server.bridge import Bridge
 from raydap.bridge.server.settings import Settings
+from raydap.bridge.workers.records import RecordState
 
 DEMO_JOB = Path(__file__).resolve().parents[2] / "examples" / "demo_job.py"
 EXPECTED_PAUSES = 3
@@ -99,7 +100,7 @@ async def _wait_for_pauses(bridge: Bridge, job: asyncio.subprocess.Process, time
     named_by: float | None = None
     while time.monotonic() < deadline and job.returncode is None:
         records = bridge.registry.records()
-        located = [r for r in records if r.state == "paused" and r.location is not None]
+        located = [r for r in records if r.state == RecordState.PAUSED and r.location is not None]
         if len(located) >= EXPECTED_PAUSES:
             named_by = named_by or time.monotonic() + 5
             if all(r.task_name for r in located) or time.monotonic() > named_by:

@@ -34,6 +34,7 @@ from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.outside_pause import (
     PausePending,
 )
+from raydap.bridge.workers.records import RecordState
 from raydap.bridge.workers.service import Workers
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -204,7 +205,11 @@ async def authenticate(
 async def list_breakpoints(request: web.Request) -> web.Response:
     """Paused workers (live ones only while paused: ``/api/v1/workers`` has them all)."""
     records = request.app[SERVICES].workers.records()
-    paused = [r.model_dump(mode="json") for r in records if not (r.live and r.state == "running")]
+    paused = [
+        r.model_dump(mode="json")
+        for r in records
+        if not (r.live and r.state == RecordState.RUNNING)
+    ]
     return web.json_response({"breakpoints": paused})
 
 

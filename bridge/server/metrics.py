@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.hangs import JobState
+from raydap.bridge.workers.records import RecordState
 from raydap.bridge.workers.registry import Registry
 
 #: Requests to workers take about 44 ms each through debugpy; cached answers never get here.
@@ -37,10 +38,12 @@ class _HeldWorkers(Collector):
         by_state = GaugeMetricFamily(
             "raydap_workers", "Workers the bridge lists, by state", labels=["state"]
         )
-        for state in ("paused", "running", "connecting", "failed"):
-            by_state.add_metric([state], states.get(state, 0))
+        for state in RecordState:
+            by_state.add_metric([state.value], states.get(state, 0))
         yield by_state
-        kinds = Counter(r.kind for r in records if r.state == "paused" or r.kind == "legacy-pdb")
+        kinds = Counter(
+            r.kind for r in records if r.state == RecordState.PAUSED or r.kind == "legacy-pdb"
+        )
         paused = GaugeMetricFamily(
             "raydap_paused_workers", "Paused workers, by kind of pause", labels=["kind"]
         )

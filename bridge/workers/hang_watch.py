@@ -38,6 +38,7 @@ from raydap.bridge.workers.hangs import (
 )
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.ranks import rank_from_environment
+from raydap.bridge.workers.records import RecordState
 from raydap.bridge.workers.stacks import StackOptions, running_workers, stacks
 from raydap.live import IDENTITY_VARIABLES
 
@@ -141,7 +142,9 @@ class HangWatch:
         self.last_error = unlisted
         if unlisted:
             return []
-        debugged = {r.job_id for r in self.holder.registry.records() if r.state == "paused"}
+        debugged = {
+            r.job_id for r in self.holder.registry.records() if r.state == RecordState.PAUSED
+        }
         by_job = defaultdict(list)
         for record in running:
             job = record.job_id

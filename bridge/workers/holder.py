@@ -33,7 +33,7 @@ from raydap.bridge.workers.naming import RayState
 from raydap.bridge.workers.policy import HoldPolicy
 from raydap.bridge.workers.process_groups import ProcessGroups
 from raydap.bridge.workers.ranks import rank_from_environment
-from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.bridge.workers.registry import LookupFailed, Registry
 from raydap.bridge.workers.task_end import TaskEndWatch, TaskState
 
@@ -118,7 +118,7 @@ class Holder:
         failed a moment ago)."""
         rid = record_id(worker_id)
         record = self.registry.get(rid)
-        if rid in self._holding or (record is not None and record.state != "failed"):
+        if rid in self._holding or (record is not None and record.state != RecordState.FAILED):
             return True  # a failed one stays listed as failed while it is tried again
         failed = self._failed_at.get(rid)
         return failed is not None and time.monotonic() - failed < RETRY_AFTER
@@ -128,7 +128,7 @@ class Holder:
         for record in self.registry.records():
             if record.id in self._holding:
                 continue  # tried again, and its new client took it out of Ray's paused list
-            if record.state == "failed" and record.worker_id not in worker_ids:
+            if record.state == RecordState.FAILED and record.worker_id not in worker_ids:
                 self.registry.remove(record.id)
                 self._failed_at.pop(record.id, None)
 
@@ -150,7 +150,7 @@ class Holder:
             rank=rank_from_environment(live.env) if live else None,
         )
         listed = self.registry.get(record.id)
-        if listed is None or listed.state != "failed":
+        if listed is None or listed.state != RecordState.FAILED:
             self.registry.put(record)
         elif listed.debugger_port != record.debugger_port:  # a listener reopened in it
             self.registry.put(listed.model_copy(update={"debugger_port": record.debugger_port}))
@@ -224,7 +224,9 @@ class Holder:
             log.warning("could not hold %s: %s", record.label, exc)
             self._failed_at[record.id] = time.monotonic()
             failed = self.registry.get(record.id) or record
-            self.registry.put(failed.model_copy(update={"state": "failed", "error": str(exc)}))
+            self.registry.put(
+                failed.model_copy(update={"state": RecordState.FAILED, "error": str(exc)})
+            )
             if isinstance(exc, PortRefused) and self.on_refused is not None and not record.live:
                 self.on_refused(failed)
             waiter.set_exception(AttachError(f"could not attach to {record.label}: {exc}"))
@@ -345,7 +347,7 @@ class Holder:
                 "or run the job with the default RAY_DEBUG=1 to debug it through raydap",
                 Kind.REFUSED,
             )
-        if record.state == "failed" and record.id not in self._holding:
+        if record.state == RecordState.FAILED and record.id not in self._holding:
             raise AttachError(f"cannot debug {record.id}: {record.error}", Kind.UNREACHABLE)
         upstream = self.upstreams.get(record.id)
         if upstream is None and record.id in self._holding:

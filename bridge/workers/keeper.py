@@ -15,7 +15,7 @@ from typing import Any
 from raydap.adapter import State, Upstream, UpstreamError
 from raydap.bridge.cluster.dashboard import DashboardError
 from raydap.bridge.workers.naming import Namer, RayState
-from raydap.bridge.workers.records import ExceptionInfo, Location
+from raydap.bridge.workers.records import ExceptionInfo, Location, RecordState
 from raydap.bridge.workers.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -36,13 +36,15 @@ class RecordKeeper:
         record = self.registry.get(rid)
         if record is None:
             return
-        state = "paused" if upstream.state is State.STOPPED else "running"
+        state = RecordState.PAUSED if upstream.state is State.STOPPED else RecordState.RUNNING
         update: dict[str, Any] = {"state": state, "clients": len(upstream.clients)}
-        if state == "running" and record.live:
+        if state is RecordState.RUNNING and record.live:
             update["location"] = None  # it runs on: where it was is no longer where it is
         stop = upstream.top_stop()
-        if state == "paused" and record.state != "paused" and stop is not None:
-            if record.state == "running":  # a later stop; the first keeps its discovery time
+        if state is RecordState.PAUSED and record.state != RecordState.PAUSED and stop is not None:
+            if (
+                record.state == RecordState.RUNNING
+            ):  # a later stop; the first keeps its discovery time
                 update["paused_since"] = time.time()
                 update["task_id"] = None  # it may be another task now: named again below
             body = stop.body if isinstance(stop.body, dict) else {}

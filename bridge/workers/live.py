@@ -21,7 +21,7 @@ from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import Marks
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.naming import from_task
-from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.records import BreakpointRecord, RecordState
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +106,14 @@ class LiveWorkers:
         unnamed = {
             r.worker_id: r
             for r in self.holder.registry.records()
-            if r.live and r.state == "running" and r.task_id is None and r.worker_id
+            if r.live and r.state == RecordState.RUNNING and r.task_id is None and r.worker_id
         }
         if not unnamed or self._running_tasks is None:
             return
         for task, worker in await self._running_tasks():
             record = unnamed.get(worker.worker_id)
             current = self.holder.registry.get(record.id) if record else None
-            if current is not None and current.state == "running":
+            if current is not None and current.state == RecordState.RUNNING:
                 named = current.model_copy(update=from_task(task))
                 self.holder.registry.put(named)
                 if (upstream := self.holder.upstreams.get(named.id)) is not None:

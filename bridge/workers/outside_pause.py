@@ -28,7 +28,7 @@ from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
 from raydap.bridge.workers.frames import wait_of
 from raydap.bridge.workers.group import pause_held
 from raydap.bridge.workers.holder import Holder
-from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.bridge.workers.registry import LookupFailed
 from raydap.bridge.workers.stacks import running_record
 
@@ -96,7 +96,7 @@ class OutsidePause:
         if not wanted or len(wanted) > 64:
             raise LookupFailed("give a worker id (or its first characters)")
         held = [r for r in self.holder.registry.records() if r.id.startswith(wanted)]
-        if any(r.state == "paused" for r in held):
+        if any(r.state == RecordState.PAUSED for r in held):
             raise AlreadyPaused(f"{held[0].id} is already paused: attach to it")
         started = time.monotonic()
         upstream = self.holder.upstreams.get(held[0].id) if len(held) == 1 else None
@@ -127,7 +127,11 @@ class OutsidePause:
         or, after :attr:`wait` seconds, PausePending saying where it waits."""
         while time.monotonic() - started < self.wait:
             record = self.holder.registry.get(target.id)
-            if record is not None and record.state == "paused" and record.location is not None:
+            if (
+                record is not None
+                and record.state == RecordState.PAUSED
+                and record.location is not None
+            ):
                 return record
             if (
                 injection

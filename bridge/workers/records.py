@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Literal
 
 from pydantic import BaseModel
@@ -9,7 +10,20 @@ from pydantic import BaseModel
 from raydap.bridge.workers.ranks import describe
 
 Kind = Literal["breakpoint", "exception", "legacy-pdb"]
-RecordState = Literal["connecting", "paused", "running", "failed"]
+
+
+class RecordState(str, enum.Enum):
+    """Where a listed worker stands, in the words every door shows. A record is ``paused``
+    where its upstream says DAP's ``stopped`` (:class:`raydap.adapter.State`): the keeper
+    turns the one into the other, and nothing else names a worker's state."""
+
+    CONNECTING = "connecting"
+    PAUSED = "paused"
+    RUNNING = "running"
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class Location(BaseModel):
@@ -29,7 +43,7 @@ class BreakpointRecord(BaseModel):
 
     id: str
     kind: Kind = "breakpoint"
-    state: RecordState = "connecting"
+    state: RecordState = RecordState.CONNECTING
     job_id: str | None = None
     task_name: str | None = None
     #: The task it is paused in (None until the dashboard lists it).

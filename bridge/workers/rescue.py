@@ -17,7 +17,7 @@ import logging
 
 from raydap.bridge.cluster import on_node
 from raydap.bridge.cluster.driver import DriverUnavailable, RayDriver
-from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.bridge.workers.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class Rescuer:
         except Exception as exc:  # the task's own failure, raised here by Ray
             why = f"{type(exc).__name__}: {exc}"
         current = self._registry.get(record.id)
-        if current is None or current.state != "failed":
+        if current is None or current.state != RecordState.FAILED:
             return  # it left, or was held meanwhile
         if why:
             log.warning("%s: the rescue failed: %s", record.label, why)

@@ -25,7 +25,7 @@ from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.hangs import Verdict
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.outside_pause import OutsidePause
-from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.records import BreakpointRecord, RecordState
 
 Step = Literal["over", "into", "out"]
 _STEP_COMMANDS: dict[Step, str] = {"over": "next", "into": "stepIn", "out": "stepOut"}
@@ -146,7 +146,9 @@ class Workers:
         registry = self.holder.registry
 
         def paused() -> list[BreakpointRecord]:
-            return [r for r in registry.records() if r.state == "paused" and where.matches(r)]
+            return [
+                r for r in registry.records() if r.state == RecordState.PAUSED and where.matches(r)
+            ]
 
         enough = await registry.until(
             lambda: found if len(found := paused()) >= count else None, timeout
@@ -229,7 +231,7 @@ class Workers:
 
         def stopped_again() -> BreakpointRecord | None:
             now = self.holder.registry.get(record.id)
-            if now is None or now.state != "paused":
+            if now is None or now.state != RecordState.PAUSED:
                 return None
             # The keeper gives a later stop its own time: this one is after the step.
             return now if now.paused_since > record.paused_since else None

@@ -23,7 +23,7 @@ from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.frames import fold
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.naming import from_task
-from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.bridge.workers.stack_tree import MAX_FRAMES, innermost_first, merge
 from raydap.live import IDENTITY_VARIABLES
 
@@ -114,7 +114,7 @@ async def _read_locals(upstream: Upstream, frame_id: Any) -> dict[str, str] | No
 def running_record(task: TaskRow, worker: WorkerRow) -> BreakpointRecord:
     """A worker running a task, named with the same id and fields as a paused one."""
     return BreakpointRecord(
-        id=record_id(worker.worker_id), state="running", node_id=worker.node_id,
+        id=record_id(worker.worker_id), state=RecordState.RUNNING, node_id=worker.node_id,
         node_ip=worker.ip, pid=worker.pid, worker_id=worker.worker_id,
         worker_type=worker.worker_type, paused_since=0.0, **from_task(task),
     )  # fmt: skip
