@@ -10,7 +10,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from raydap.adapter import State, UpstreamError
 from raydap.adapter.breakpoints import spec_of
 from raydap.adapter.quirks import exception_line
 from raydap.adapter.worker_breakpoints import Given
@@ -208,14 +207,11 @@ class Desk:
         """A paused worker's summary with where it stands, asked of it now (the record's
         location is filled in a moment after the stop)."""
         shown = summary(record)
-        upstream = self.workers.holder.upstreams.get(record.id)
-        if upstream is not None and upstream.state is State.STOPPED:
-            try:
-                _, frames = await upstream.stack(levels=1)
-                shown["at"] = _frame_facts(frames[0])
-            except (UpstreamError, IndexError):
-                pass
-            stop = upstream.top_stop()
-            if stop is not None and isinstance(stop.body, dict):
-                shown["reason"] = stop.body.get("reason")
+        stop = await self.workers.standing(record.id)
+        if stop is not None:
+            frame, reason = stop
+            if frame is not None:
+                shown["at"] = _frame_facts(frame)
+            if reason is not None:
+                shown["reason"] = reason
         return shown

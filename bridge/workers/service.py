@@ -128,6 +128,22 @@ class Workers:
             )
         return record, Source(frame, first, code)
 
+    async def standing(self, worker: str) -> tuple[dict[str, Any] | None, str | None] | None:
+        """Where a held worker that is paused stands now: its top frame (None if it cannot
+        be read) and the stop's reason; None when it is not paused."""
+        upstream = self.holder.upstreams.get(worker)
+        if upstream is None or upstream.state is not State.STOPPED:
+            return None
+        try:
+            _, frames = await upstream.stack(levels=1)
+            frame: dict[str, Any] | None = frames[0]
+        except WorkerError:
+            frame = None
+        stop = upstream.top_stop()
+        body = stop.body if stop is not None and isinstance(stop.body, dict) else {}
+        reason = body.get("reason")
+        return frame, reason if isinstance(reason, str) else None
+
     def hangs(self, job: str | None = None) -> list[Verdict]:
         """Each watched job's verdict (``unavailable`` when the watch is off)."""
         return [v for v in self.watch().verdicts() if job is None or v.job == job]

@@ -42,6 +42,9 @@ async def test_a_paused_worker_read_stepped_and_continued_through_the_service(
     record, _ = await workers.paused(rid[:6])  # a prefix names it, as at every door
     assert record.id == rid and [r.id for r in workers.held()] == [rid]
 
+    standing = await workers.standing(rid)
+    assert standing is not None and standing[0] is not None and standing[0]["name"] == "work"
+    assert standing[1] == "breakpoint"
     _, frame, variables = await workers.variables(rid, 0)
     assert frame["name"] == "work"
     assert {v["name"]: v["value"] for v in variables if v["name"] in ("n", "total")} == {
@@ -62,6 +65,7 @@ async def test_a_paused_worker_read_stepped_and_continued_through_the_service(
     assert await workers.continue_workers(rid) == [rid]
     await until(lambda: upstream.state is State.RUNNING, what="running on after its task")
 
+    assert await workers.standing(rid) is None  # running: it stands nowhere
     with pytest.raises(WorkerError) as running:
         await workers.variables(rid, 0)
     assert running.value.kind is Kind.NOT_PAUSED
