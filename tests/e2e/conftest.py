@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -28,6 +27,7 @@ from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.server import connection_file
 from tests.conftest import runtime_dir
+from tests.waiting import wait_until
 
 JOBS = Path(__file__).with_name("jobs")
 pytestmark = pytest.mark.e2e
@@ -108,16 +108,14 @@ class BridgeProcess:
             r["state"] == "paused" and r["location"] is not None
         ),
     ) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            matching = [r for r in self.records(job_id) if where(r)]
-            if len(matching) >= count:
-                return matching
-            time.sleep(0.1)
-        raise AssertionError(
-            f"no {count} held worker(s) of job {job_id} within {timeout} s: {self.records()}\n"
-            + self.log.read_text()[-3000:]
-        )
+        def matching() -> list[dict[str, Any]] | None:
+            found = [r for r in self.records(job_id) if where(r)]
+            return found if len(found) >= count else None
+
+        return wait_until(
+            matching, timeout=timeout, every=0.1, what=f"{count} held worker(s) of job {job_id}",
+            context=lambda: f"{self.records()}\n{self.log.read_text()[-3000:]}",
+        )  # fmt: skip
 
 
 def start_bridge(args: list[str], log: Path, env: dict[str, str] | None = None) -> BridgeProcess:

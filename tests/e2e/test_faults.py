@@ -69,6 +69,11 @@ async def test_a_client_killed_mid_request_leaves_its_worker_held(
     assert job.result() == "49"
 
 
+async def healthz(bridge: BridgeProcess, status: str) -> bool:
+    """Whether the bridge's health says ``status`` (``ok``, ``degraded``), as a person sees it."""
+    return bool((await asyncio.to_thread(bridge.get, "/healthz"))["status"] == status)
+
+
 @pytest.fixture(scope="module")
 def quiet_head() -> Iterator[LocalRay]:
     """A Ray head of this module's own (the shared one's workers belong to the shared bridge)."""
@@ -92,15 +97,13 @@ async def test_a_30_second_dashboard_outage_spares_sessions_in_progress(
 
         await proxy.cleanup()  # the dashboard goes away
         outage_ends = time.monotonic() + 30
-        while (await asyncio.to_thread(bridge.get, "/healthz"))["status"] != "degraded":
-            await asyncio.sleep(0.2)
+        await until(lambda: healthz(bridge, "degraded"), timeout=30, every=0.2)
         while time.monotonic() < outage_ends:  # debugging goes on meanwhile
             assert await evaluate(client, frame, "x * 2") == "14"
             await asyncio.sleep(5)
 
         proxy = await start_proxy(port, quiet_head.dashboard_url)
-        while (await asyncio.to_thread(bridge.get, "/healthz"))["status"] != "ok":
-            await asyncio.sleep(0.2)
+        await until(lambda: healthz(bridge, "ok"), timeout=30, every=0.2)
         jobs.append(await asyncio.to_thread(start_job, quiet_head.address, "actor_steps.py"))
         [second] = await asyncio.to_thread(bridge.wait_records, jobs[1].job_id)  # found again
         assert second["task_name"] == "Counter.step"

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from typing import Any
 import pytest
 
 from raydap.bridge.client.local_ray import LocalRay, free_port, stop_process_tree
+from tests.waiting import wait_until
 
 from .conftest import (
     JOBS,
@@ -137,16 +137,16 @@ def editor(tmp_path: Path, editor_bridge: BridgeProcess) -> Iterator[Editor]:
 
 
 def _wait_http(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         if process.poll() is not None:
             raise AssertionError(f"code-server exited:\n{log.read_text()[-3000:]}")
         try:
             with urllib.request.urlopen(url, timeout=5):
-                return
+                return True
         except (urllib.error.URLError, OSError):
-            time.sleep(0.2)
-    raise AssertionError(f"code-server did not answer {url} within {timeout} s")
+            return False
+
+    wait_until(answers, timeout=timeout, every=0.2, what=f"code-server answering {url}")
 
 
 def drive(editor: Editor, scenario: str, workspace: Path, tmp_path: Path, **more: str) -> str:

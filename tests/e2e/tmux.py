@@ -9,9 +9,10 @@ import re
 import shlex
 import signal
 import subprocess
-import time
 import uuid
 from collections.abc import Callable
+
+from tests.waiting import wait_until
 
 #: ``raydap attach``'s prompt, which names the worker.
 PROMPT = r"\(raydap [\w.]+ pid \d+\)"  # task and pid, from the fields the bridge gives
@@ -53,13 +54,14 @@ class Terminal:
     ) -> str:
         """The screen once ``wanted`` shows up in it (past the first ``after`` characters)."""
         found = wanted if callable(wanted) else (lambda text: wanted in text)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def shown() -> str | None:
             text = self.screen()
-            if found(text[after:]):
-                return text
-            time.sleep(0.1)
-        raise AssertionError(f"{wanted!r} not on screen within {timeout} s:\n{self.screen()}")
+            return text if found(text[after:]) else None
+
+        return wait_until(
+            shown, timeout=timeout, every=0.1, what=f"{wanted!r} on screen", context=self.screen
+        )
 
     def command(self, line: str, timeout: float = 30, prompt: str = PROMPT) -> str:
         """Type a line at the prompt; what it printed until the next prompt."""
