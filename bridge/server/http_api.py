@@ -31,9 +31,7 @@ from raydap.bridge.workers import stacks
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
-from raydap.bridge.workers.outside_pause import (
-    PausePending,
-)
+from raydap.bridge.workers.outside_pause import PausePending
 from raydap.bridge.workers.records import RecordState
 from raydap.bridge.workers.service import Workers
 
@@ -292,13 +290,10 @@ async def merged_stacks(request: web.Request) -> web.Response:
 
 async def pause_worker(request: web.Request) -> web.Response:
     """Pause a worker running a task, on its node, with no ``breakpoint()`` in its code."""
-    workers = request.app[SERVICES].workers
-    if workers.outside_pause is None:
-        raise _error(web.HTTPNotImplemented, "this bridge cannot pause running workers")
     wanted = request.match_info["id"]
     _audit(request, "pause", worker=wanted)
     try:
-        record = await workers.pause(wanted)
+        record = await request.app[SERVICES].workers.pause(wanted)
     except PausePending as pending:
         answer = {"pending": True, "id": pending.rid, "reason": pending.reason}
         return web.json_response(answer, status=202)
@@ -306,10 +301,7 @@ async def pause_worker(request: web.Request) -> web.Response:
 
 
 def _hang_watch(request: web.Request) -> HangWatch:
-    watch = request.app[SERVICES].workers.hang_watch
-    if watch is None:
-        raise _error(web.HTTPNotImplemented, "the hang watch is off (raydap serve --hang-watch)")
-    return watch
+    return request.app[SERVICES].workers.watch()  # unavailable (503) when it is off
 
 
 async def list_hangs(request: web.Request) -> web.Response:

@@ -77,3 +77,9 @@ async def test_continue_answers_each_case_with_its_own_status(
     assert (await missing.json())["kind"] == "not_found"
     record = await client.get("/api/v1/breakpoints/ffffffff")
     assert record.status == 404 and (await record.json())["kind"] == "not_found"
+    # What this bridge does not offer is said alike at every door (MCP says "unavailable" too).
+    for off in (
+        await client.get("/api/v1/hangs"),
+        await client.post(f"/api/v1/workers/{rid}/pause", json={}),
+    ):
+        assert off.status == 503 and (await off.json())["kind"] == "unavailable"
