@@ -45,7 +45,6 @@ from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers import legacy as legacy_records
-from raydap.bridge.workers.follow import resolve
 from raydap.bridge.workers.hang_reports import HangReports
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
@@ -111,7 +110,6 @@ class Bridge:
             if marks
             else None
         )
-        self.resolve = functools.partial(resolve, self.holder, job_status=self.dashboard.job_status)
         # Reading stacks and pausing in place run on the workers' nodes (joined on first use).
         self.ray_driver = RayDriver(cluster.gcs_address)
         self.remote_stacks = RemoteStacks(
@@ -141,8 +139,12 @@ class Bridge:
         self.metrics.watch_hangs(self.hangs)
         self.auth = Authenticator(tokens_for(settings))
         self.audit = AuditLog(settings.audit_log)
-        #: What a person can do to workers: the one service behind the HTTP API and MCP.
-        self.workers = Workers(self.holder, self.remote_stacks, self.outside_pause, self.hangs)
+        #: What a person can do to workers: the one service behind every door (DAP sessions
+        #: find their workers through it; HTTP and MCP act through it).
+        self.workers = Workers(
+            self.holder, self.remote_stacks, self.outside_pause, self.hangs,
+            job_status=self.dashboard.job_status,
+        )  # fmt: skip
         desk = Desk(self.workers)
         version = importlib.metadata.version("raydap")
         server = make_server(desk, self.audit.record, version, self.metrics.tool_call)
@@ -150,7 +152,7 @@ class Bridge:
         #: Every DAP client session, over TCP or the ``/dap`` WebSocket.
         self.sessions: set[ClientSession] = set()
         self.dap = DapListener(
-            self.resolve,
+            self.workers.attach,
             self.capabilities,
             authorize=self.authorize_attach,
             audit=self.audit.record,
@@ -220,7 +222,6 @@ class Bridge:
         ``received``: what the bridge this one replaces handed over (listeners, workers)."""
         services = Services(
             status=self.status,
-            resolve=self.resolve,
             capabilities=self.capabilities,
             auth=self.auth,
             audit=self.audit,

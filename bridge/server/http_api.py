@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.adapter import ClientSession
 from raydap.adapter.errors import Kind, WorkerError
-from raydap.adapter.session import Resolver
 from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.server import endpoints, page, pdb_relay
 from raydap.bridge.server.audit import AuditLog
@@ -55,7 +54,6 @@ class Services:
     #: What a person can do to workers (the MCP tools use the same one).
     workers: Workers
     status: StatusSource
-    resolve: Resolver
     capabilities: Callable[[], dict[str, Any]]
     auth: Authenticator
     audit: AuditLog
@@ -394,7 +392,7 @@ async def dap_socket(request: web.Request) -> web.StreamResponse:
         token: Token = request[TOKEN]
         return await endpoints.serve_dap(
             request,
-            services.resolve,
+            services.workers.attach,
             services.capabilities,
             services.sessions,
             authorize=lambda arguments: token,  # checked on the upgrade request

@@ -1,8 +1,9 @@
 """What a person can do to workers: the one service behind every door of the bridge's process.
 
-The HTTP API and the MCP tools call it (DAP sessions reach workers through the adapter's mux,
-and find them through the same holder); the pdb and the web page are clients in other processes
-and come through those doors. Each door keeps only its own shapes and wording: the service
+The HTTP API and the MCP tools call it; DAP sessions find their workers through it
+(:meth:`Workers.attach`) and then talk DAP to them through the adapter's mux, which keeps each
+session's own ids. The pdb and the web page are clients in other processes and come through
+those doors. Each door keeps only its own shapes and wording: the service
 answers with records, plain stack frames and values, and fails with a
 :class:`~raydap.adapter.errors.WorkerError` whose kind the door translates once.
 """
@@ -14,13 +15,14 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from raydap.adapter import State, Upstream, in_worker
+from raydap.adapter import State, Upstream, WorkerFeed, in_worker
 from raydap.adapter.breakpoints import Spec
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
-from raydap.bridge.workers import group, stacks
+from raydap.bridge.workers import follow, group, stacks
 from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.follow import JobStatus
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.hangs import Verdict
 from raydap.bridge.workers.holder import Holder
@@ -52,6 +54,15 @@ class Workers:
     outside_pause: OutsidePause | None = None
     #: Hang verdicts of watched jobs (None: the watch is off).
     hang_watch: HangWatch | None = None
+    #: Whether a job still runs (a follow session ends with its job).
+    job_status: JobStatus | None = None
+
+    # -- a DAP session's workers ---------------------------------------------------------------
+
+    async def attach(self, arguments: dict[str, Any]) -> WorkerFeed:
+        """The workers a DAP ``attach`` names: one (``breakpoint``), or those a filter follows.
+        The session then talks DAP to them through the adapter's mux (its own ids)."""
+        return await follow.resolve(self.holder, arguments, self.job_status)
 
     # -- reading ------------------------------------------------------------------------------
 

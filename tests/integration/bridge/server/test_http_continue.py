@@ -19,7 +19,6 @@ from raydap.bridge.server.browser import BrowserGuard
 from raydap.bridge.server.http_api import Services, make_app
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
-from raydap.bridge.workers.follow import resolve
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.registry import Registry
 from raydap.bridge.workers.service import Workers
@@ -39,7 +38,6 @@ async def api() -> AsyncIterator[tuple[TestClient, Holder]]:  # type: ignore[typ
     services = Services(
         workers=Workers(holder),
         status=lambda: {"status": "ok"},
-        resolve=lambda arguments: resolve(holder, arguments),
         capabilities=lambda: bridge_capabilities(None),
         auth=Authenticator([]),
         audit=AuditLog(None),
