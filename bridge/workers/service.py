@@ -3,8 +3,8 @@
 The HTTP API and the MCP tools call it; DAP sessions find their workers through it
 (:meth:`Workers.attach`) and then talk DAP to them through the adapter's mux, which keeps each
 session's own ids. The pdb and the web page are clients in other processes and come through
-those doors. Each door keeps only its own shapes and wording: the service
-answers with records, plain stack frames and values, and fails with a
+those doors. Each door keeps only its own shapes and wording: the service answers with
+records, plain stack frames and values, and fails with a
 :class:`~raydap.adapter.errors.WorkerError` whose kind the door translates once.
 """
 
