@@ -2,7 +2,9 @@
 
 ``ray start --head --block`` runs in a new session, so the head and every process it starts
 share its process group; stopping signals that group by the id of the process we started and
-touches no other Ray on the machine.
+touches no other Ray on the machine. The head's environment carries a mark (:data:`MARK`) that
+every process under it inherits: a debugpy adapter whose worker died is reparented to init and
+in no tree, and is found by it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+
+#: In the environment of every process a :class:`LocalRay` head starts: its temp dir.
+MARK = "RAYDAP_LOCAL_RAY"
 
 
 def free_port() -> int:
@@ -67,6 +73,7 @@ class LocalRay:
         ]  # fmt: skip
         log = open(self.temp_dir / "ray-start.log", "wb")  # noqa: SIM115 (kept for the process)
         env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", **self.env)
+        env[MARK] = str(self.temp_dir)
         self.process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
         )
@@ -110,7 +117,7 @@ class LocalRay:
                 process.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=10)
-            stop_process_tree(process.pid)
+            stop_process_tree(process.pid, also=lambda: marked(str(self.temp_dir)))
             process.wait(timeout=5)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
@@ -147,15 +154,34 @@ def process_tree(root: int) -> set[int]:
     return alive
 
 
-def stop_process_tree(root: int, grace: float = 15.0) -> None:
-    """SIGTERM ``root`` and every process of its tree, then SIGKILL what is left."""
+def marked(value: str) -> set[int]:
+    """Live processes whose environment carries :data:`MARK` with ``value``."""
+    found: set[int] = set()
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(MARK) == value and process.status() != psutil.STATUS_ZOMBIE:
+                found.add(process.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+def stop_process_tree(
+    root: int, grace: float = 15.0, also: Callable[[], set[int]] | None = None
+) -> None:
+    """SIGTERM ``root`` and every process of its tree (and those ``also`` names), then
+    SIGKILL what is left."""
+
+    def members() -> set[int]:
+        return process_tree(root) | (also() if also is not None else set())
+
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        pids = process_tree(root)
+        pids = members()
         if not pids:
             return
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and process_tree(root) & pids:
+        while time.monotonic() < deadline and members() & pids:
             time.sleep(0.1)
