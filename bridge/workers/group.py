@@ -73,17 +73,30 @@ async def pause_all(holder: Holder, where: WorkerFilter) -> list[tuple[str, str 
             for rid, answer in answers]  # fmt: skip
 
 
-async def evaluate_one(upstream: Upstream, expression: str, frame: int = 0) -> str:
-    """Evaluate in frame ``frame`` (0: the top) of a paused worker; UpstreamError if not."""
-    _, frames = await upstream.stack(levels=frame + 1)
-    if frame >= len(frames):
-        raise UpstreamError(f"its stack has {len(frames)} frames, no frame {frame}", Kind.NOT_FOUND)
-    response = await upstream.request(
-        "evaluate", {"expression": expression, "frameId": frames[frame]["id"], "context": "repl"}
-    )
+async def frame_at(upstream: Upstream, index: int) -> dict[str, Any]:
+    """Frame ``index`` (0: the innermost) of a paused worker's stopped thread."""
+    _, frames = await upstream.stack(levels=index + 1)
+    if index >= len(frames):
+        raise UpstreamError(
+            f"the stack has {len(frames)} frames: frame is 0 to {len(frames) - 1}", Kind.NOT_FOUND
+        )
+    return frames[index]
+
+
+async def evaluate_in(
+    upstream: Upstream, frame_id: int, expression: str, context: str = "repl"
+) -> str:
+    """``expression`` evaluated in a frame (debugpy's id) of a paused worker, as it shows it."""
+    arguments = {"expression": expression, "frameId": frame_id, "context": context}
+    response = await upstream.request("evaluate", arguments)
     if not response.success:
         raise UpstreamError(response.message or "evaluation failed", Kind.REFUSED)
     return str((response.body or {}).get("result", ""))
+
+
+async def evaluate_one(upstream: Upstream, expression: str, frame: int = 0) -> str:
+    """Evaluate in frame ``frame`` (0: the top) of a paused worker; UpstreamError if not."""
+    return await evaluate_in(upstream, (await frame_at(upstream, frame))["id"], expression)
 
 
 async def evaluate_all(

@@ -101,14 +101,14 @@ class Workers:
     async def frame(self, worker: str, index: int) -> tuple[BreakpointRecord, dict[str, Any]]:
         """Frame ``index`` (0: the innermost) of a paused worker's stopped thread."""
         record, upstream = await self.paused(worker)
-        return record, await _frame(upstream, index)
+        return record, await group.frame_at(upstream, index)
 
     async def variables(
         self, worker: str, index: int
     ) -> tuple[BreakpointRecord, dict[str, Any], list[dict[str, Any]]]:
         """The locals of frame ``index`` of a paused worker, as debugpy shows them."""
         record, upstream = await self.paused(worker)
-        frame = await _frame(upstream, index)
+        frame = await group.frame_at(upstream, index)
         scopes = await upstream.request("scopes", {"frameId": frame["id"]})
         listed = (scopes.body or {}).get("scopes") or [] if scopes.success else []
         if not listed:
@@ -123,12 +123,12 @@ class Workers:
     ) -> tuple[BreakpointRecord, Source]:
         """The lines around frame ``index``'s line, read where the worker runs."""
         record, upstream = await self.paused(worker)
-        frame = await _frame(upstream, index)
+        frame = await group.frame_at(upstream, index)
         path = str((frame.get("source") or {}).get("path") or "")
         line = int(frame.get("line") or 0)
         first = max(1, line - context_lines)
         reader = in_worker.read_lines(path, first, line + context_lines)
-        text = await _evaluate(upstream, frame["id"], reader, context="clipboard")
+        text = await group.evaluate_in(upstream, frame["id"], reader, context="clipboard")
         try:
             code = str(ast.literal_eval(text))
         except (ValueError, SyntaxError):
@@ -264,22 +264,3 @@ class Workers:
             return now if now.paused_since > record.paused_since else None
 
         return record, await self.holder.registry.until(stopped_again, timeout)
-
-
-async def _frame(upstream: Upstream, index: int) -> dict[str, Any]:
-    _, frames = await upstream.stack(levels=index + 1)
-    if index >= len(frames):
-        raise WorkerError(
-            f"the stack has {len(frames)} frames: frame is 0 to {len(frames) - 1}", Kind.NOT_FOUND
-        )
-    return frames[index]
-
-
-async def _evaluate(
-    upstream: Upstream, frame_id: int, expression: str, context: str = "repl"
-) -> str:
-    arguments = {"expression": expression, "frameId": frame_id, "context": context}
-    response = await upstream.request("evaluate", arguments)
-    if not response.success:
-        raise WorkerError(response.message or "evaluation failed")
-    return str((response.body or {}).get("result", ""))
