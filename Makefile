@@ -9,6 +9,9 @@ endif
 PYVER      := $(shell $(PYTHON_CMD) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 VENV       ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(PYVER))
 BIN        := $(VENV)/bin
+# What `make run` needs (raydap and Ray), then what `make test` adds (the test stack: pytest,
+# Playwright, Neovim, Ray Train and Serve, torch on 3.11).
+RUN_STAMP  := $(VENV)/.installed-run
 STAMP      := $(VENV)/.installed
 
 # Every Python raydap supports. `make test` runs the whole suite on PYTHON, beside a reduced but
@@ -38,16 +41,22 @@ $(BIN)/python:
 	$(PYTHON_CMD) -m venv $(VENV)
 
 # Reinstall only when the dependencies change.
-$(STAMP): pyproject.toml | $(BIN)/python
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
+$(STAMP): pyproject.toml $(RUN_STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
-## Start a local Ray head, the bridge and an example job paused at breakpoints.
-run: $(STAMP)
-	$(BIN)/raydap demo
+## Start a local Ray head, the bridge and an example job paused at breakpoints. Installs only
+## raydap and Ray. RUN_ARGS go to `raydap demo` (`make run RUN_ARGS="--port 0 --dap-port 0"`).
+RUN_ARGS ?=
+run: $(RUN_STAMP)
+	$(BIN)/raydap demo $(RUN_ARGS)
 
 ## Lint, type-check and run every test (what CI runs), the extension's too. Everything is
 ## installed first, at once: each Python's venv, the extension and the editors' tools (pip and

@@ -238,6 +238,7 @@ def _raise_open_file_limit() -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from raydap.bridge.cluster.locate import ClusterNotFound, locate
+    from raydap.bridge.server import directories
     from raydap.bridge.server.auth import TokenError
     from raydap.bridge.server.bridge import Bridge
 
@@ -250,9 +251,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"raydap: {where + ': ' if error['loc'] else ''}{error['msg']}", file=sys.stderr)
         return 2
     try:
+        directories.prepare(settings)  # before Ray is looked for: a bad one fails at once
         cluster = locate(settings.address, settings.dashboard_url)
         bridge = Bridge(settings, cluster)
-    except (ClusterNotFound, TokenError) as exc:
+    except (ClusterNotFound, TokenError, directories.DirectoryError) as exc:
         print(f"raydap: {exc}", file=sys.stderr)
         return 2
     if settings.no_token:
@@ -292,15 +294,15 @@ async def serve_until_stopped(
             print(f"raydap: cannot replace the running bridge: {exc}", file=sys.stderr)
             return 2
     try:
-        await bridge.start(received)
+        await bridge.start(received)  # stops what it started if it fails
     except BaseException as exc:
         if received is not None:
             received.close()  # the old bridge takes everything back
-        await bridge.stop()
-        if isinstance(exc, OSError):
-            print(f"raydap: cannot listen: {exc}", file=sys.stderr)
-            return 2
-        raise
+        why = start_failure(exc)
+        if why is None:
+            raise
+        print(f"raydap: {why}", file=sys.stderr)
+        return 2
     try:
         if received is not None:
             await asyncio.to_thread(received.acknowledge)
@@ -316,6 +318,18 @@ async def serve_until_stopped(
     finally:
         await bridge.stop()
     return 0
+
+
+def start_failure(exc: BaseException) -> str | None:
+    """What to tell a person whose bridge could not start, or None for a bug (raised)."""
+    from raydap.bridge.server.bridge import ListenError
+    from raydap.bridge.server.directories import DirectoryError
+
+    if isinstance(exc, DirectoryError | ListenError):
+        return str(exc.args[-1] if isinstance(exc, ListenError) else exc)
+    if isinstance(exc, OSError):  # a certificate or key that cannot be read ...
+        return f"cannot start: {exc}"
+    return None
 
 
 def serve_banner(bridge: Bridge) -> str:
@@ -508,17 +522,35 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from raydap.bridge.client.demo import run_demo
+    from raydap.bridge.client.demo import run_demo, say
+
+    received: list[signal.Signals] = []
 
     async def demo() -> int:
-        # SIGTERM stops the demo as Ctrl-C does: the job, the bridge and the Ray head it
-        # started are all stopped (the default action would leave Ray running).
+        # Ctrl-C and SIGTERM (to the demo or its whole process group: `timeout`, a terminal)
+        # stop it the same way: said, then the job, the bridge and the Ray head it started are
+        # stopped in order. A second signal while stopping is said and waited out.
         task = asyncio.current_task()
         assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        first = 0.0
+
+        def stop(sig: signal.Signals) -> None:
+            nonlocal first
+            received.append(sig)
+            if len(received) == 1:
+                first = time.monotonic()
+                name = "Ctrl-C" if sig == signal.SIGINT else sig.name
+                say(f"\nraydap demo: {name} received: stopping the job, the bridge and Ray")
+                task.cancel()
+            else:
+                say(f"raydap demo: still stopping ({time.monotonic() - first:.0f} s) ...")
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop, sig)
         return await run_demo(headless=args.headless, port=args.port, dap_port=args.dap_port)
 
     try:
         return asyncio.run(demo())
     except asyncio.CancelledError:
-        return 128 + signal.SIGTERM
+        return 128 + (received[0] if received else signal.SIGTERM)

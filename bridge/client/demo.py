@@ -19,7 +19,8 @@ from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.client.render import breakpoints_table
 from raydap.bridge.cluster.locate import Cluster, ClusterNotFound, locate
-from raydap.bridge.server.bridge import Bridge
+from raydap.bridge.server import directories
+from raydap.bridge.server.bridge import Bridge, ListenError
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers.records import RecordState
 
@@ -31,13 +32,22 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
+class Stopped(Exception):
+    """The demo ends early for a reason a person is told (a bridge that cannot start ...)."""
+
+
 async def run_demo(*, headless: bool, port: int, dap_port: int, timeout: float = 120.0) -> int:
+    """Run the demo; every way it ends says why. A cancellation (Ctrl-C, SIGTERM: see
+    :func:`raydap.bridge.client.cli.cmd_demo`) stops the job, the bridge and the Ray head."""
     if not DEMO_JOB.exists():
         say(f"raydap demo needs the example job at {DEMO_JOB} (run it from a raydap checkout)")
         return 2
+    settings = Settings(port=port, dap_port=dap_port)
     local: LocalRay | None = None
     address = os.environ.get("RAY_ADDRESS")
     try:
+        # Before Ray starts: a directory that cannot be used fails in milliseconds, not after it.
+        directories.prepare(settings)
         if address:
             url = locate(address, None).dashboard_url
         else:
@@ -45,28 +55,42 @@ async def run_demo(*, headless: bool, port: int, dap_port: int, timeout: float =
             local = await asyncio.to_thread(LocalRay().start)
             address, url = local.address, local.dashboard_url
             say(f"Ray head at {address}, dashboard {url}")
-        return await _with_cluster(address, url, headless, port, dap_port, timeout)
-    except ClusterNotFound as exc:
-        say(str(exc))
+        return await _with_cluster(settings, address, url, headless, timeout)
+    except (ClusterNotFound, Stopped, directories.DirectoryError) as exc:
+        say(f"raydap demo: {exc}")
         return 2
     finally:
         if local is not None:
             say("stopping the local Ray head ...")
             await asyncio.to_thread(local.stop)
+            say("stopped")
 
 
 async def _with_cluster(
-    address: str, url: str, headless: bool, port: int, dap_port: int, timeout: float
+    settings: Settings, address: str, url: str, headless: bool, timeout: float
 ) -> int:
-    bridge = Bridge(Settings(port=port, dap_port=dap_port), Cluster(url, address))
-    await bridge.start()
+    bridge = Bridge(settings, Cluster(url, address))
+    try:
+        await bridge.start()  # stops what it started if it fails
+    except ListenError as exc:
+        raise Stopped(f"the bridge cannot start: {exc.args[-1]}") from None
+    try:
+        return await _with_bridge(bridge, address, headless, timeout)
+    finally:
+        say("stopping the bridge ...")
+        await bridge.stop()
+
+
+async def _with_bridge(bridge: Bridge, address: str, headless: bool, timeout: float) -> int:
     dap_host, dap_port = bridge.dap_address
     say(f"raydap bridge: HTTP {bridge.url}, DAP {dap_host}:{dap_port}")
     log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"raydap-demo-job-{os.getpid()}.log"
     with open(log_path, "wb") as log:  # noqa: ASYNC230 (a local file, opened once)
+        # A session of its own: a Ctrl-C or a SIGTERM to the terminal's process group reaches
+        # the demo, which stops the job in order; the job's driver would otherwise die first.
         job = await asyncio.create_subprocess_exec(
-            sys.executable, str(DEMO_JOB),
-            env=dict(os.environ, RAY_ADDRESS=address), stdout=log, stderr=log,
+            sys.executable, str(DEMO_JOB), env=dict(os.environ, RAY_ADDRESS=address),
+            stdout=log, stderr=log, start_new_session=True,
         )  # fmt: skip
     try:
         say(f"running {DEMO_JOB.name} (its output: {log_path}) ...")
@@ -84,13 +108,18 @@ async def _with_cluster(
         output = log_path.read_text(errors="replace")
         result = next((line for line in output.splitlines() if "demo job results" in line), "")
         say(result or f"the demo job exited with {code}; see {log_path}")
-        return 0 if code == 0 and result.endswith("OK") else 1
+        ok = code == 0 and result.endswith("OK")
+        say("the demo job finished" + ("" if ok else f" wrong (see {log_path})"))
+        return 0 if ok else 1
     finally:
         if job.returncode is None:
+            say("stopping the demo job ...")
             job.terminate()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(job.wait(), 10)
-        await bridge.stop()
+                await asyncio.wait_for(job.wait(), 3)
+            if job.returncode is None:
+                job.kill()
+                await job.wait()
 
 
 async def _wait_for_pauses(bridge: Bridge, job: asyncio.subprocess.Process, timeout: float) -> bool:

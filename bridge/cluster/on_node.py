@@ -110,10 +110,34 @@ signal.signal(signal.SIGUSR2, raydap_rescue)
 """
 
 
+def _private_folder(*parts: str) -> str:
+    """A directory only this user may write to, made on first use: ``~/.cache/raydap``, else
+    (a home that cannot be written, as in some containers) ``raydap-UID`` in the temporary
+    directory. A folder that is a link or another user's is never used."""
+    import stat
+    import tempfile
+
+    reasons = []
+    for base in (
+        os.path.join(os.path.expanduser("~"), ".cache", "raydap"),
+        os.path.join(tempfile.gettempdir(), f"raydap-{os.getuid()}"),
+    ):
+        folder = os.path.join(base, *parts)
+        try:
+            os.makedirs(base, mode=0o700, exist_ok=True)
+            found = os.lstat(base)
+            if stat.S_ISLNK(found.st_mode) or found.st_uid != os.getuid():
+                raise PermissionError(f"{base} is a link or another user's")
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            return folder
+        except OSError as exc:
+            reasons.append(f"{base}: {exc}")
+    raise PermissionError("no private folder for raydap on this node: " + "; ".join(reasons))
+
+
 def _handler_file(name: str, source: str) -> str:
     """Where a handler is written: a directory only this user may write to."""
-    folder = os.path.join(os.path.expanduser("~"), ".cache", "raydap")
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    folder = _private_folder()
     path = os.path.join(folder, f"{name}.py")
     with open(path, "w") as file:
         file.write(source)
@@ -181,8 +205,7 @@ def _one_tracer(pid: int) -> Iterator[None]:
     share :data:`LOCKS` files (a rare wait of one dump), so no file is left per process."""
     import fcntl
 
-    folder = os.path.join(os.path.expanduser("~"), ".cache", "raydap", "locks")
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    folder = _private_folder("locks")
     with open(os.path.join(folder, f"py-spy-{pid % LOCKS}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a dump takes about 0.1 s; py-spy's timeout bounds it
         try:

@@ -35,7 +35,7 @@ from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.mcp.desk import Desk
 from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.mcp.server import make_server
-from raydap.bridge.server import connection_file, handover, supervisor
+from raydap.bridge.server import connection_file, directories, handover, supervisor
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token, tokens_for
 from raydap.bridge.server.browser import BrowserGuard
@@ -57,13 +57,25 @@ from raydap.bridge.workers.service import Workers
 log = logging.getLogger(__name__)
 
 
-def listen(host: str, port: int) -> socket.socket:
+class ListenError(OSError):
+    """A listener could not be bound; the message names the address and the flag."""
+
+
+def listen(host: str, port: int, flag: str) -> socket.socket:
     """A listening TCP socket on the first address ``host`` names (a socket the bridge owns,
-    so it can hand it to the process that replaces it)."""
-    family, _, _, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    return socket.create_server(address, family=family, backlog=128)
+    so it can hand it to the process that replaces it). ``flag`` picks another port."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        return socket.create_server(address, family=family, backlog=128)
+    except OSError as exc:
+        raise ListenError(
+            exc.errno,
+            f"cannot listen on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc} "
+            f"(pick another with {flag}, "
+            "or --host)",
+        ) from None
 
 
 class Bridge:
@@ -219,7 +231,19 @@ class Bridge:
 
     async def start(self, received: handover.Received | None = None) -> None:
         """Bind both listeners and start discovering; returns once they accept connections.
-        ``received``: what the bridge this one replaces handed over (listeners, workers)."""
+        ``received``: what the bridge this one replaces handed over (listeners, workers).
+
+        Raises :class:`~.directories.DirectoryError` before anything starts if a directory it
+        writes cannot be used; a start that fails later stops whatever it had started."""
+        socket_name = handover.socket_path(Path(), os.getpid()).name
+        directories.prepare(self.settings, longest_socket_name=len(socket_name))
+        try:
+            await self._start(received)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self, received: handover.Received | None) -> None:
         services = Services(
             status=self.status,
             capabilities=self.capabilities,
@@ -240,8 +264,8 @@ class Bridge:
         await self._runner.setup()
         tls = self.ssl_context()
         if received is None:
-            self._listeners["http"] = listen(settings.host, settings.port)
-            self._listeners["dap"] = listen(settings.host, settings.dap_port)
+            self._listeners["http"] = listen(settings.host, settings.port, "--port")
+            self._listeners["dap"] = listen(settings.host, settings.dap_port, "--dap-port")
         else:
             offer = received.offer
             self._listeners = {
@@ -380,11 +404,14 @@ class Bridge:
             await self.holder.expire()
 
     async def stop(self) -> None:
-        """Stop listening and detach from every worker, so they all run on."""
+        """Stop listening and detach from every worker, so they all run on. Also what a start
+        that failed half-way calls; a second call finds nothing left to stop."""
         if self.connection_file is not None:
             connection_file.remove(self.connection_file)
+            self.connection_file = None
         if self._giver is not None:
             await self._giver.close()
+            self._giver = None
         await self._stop_work()
         await self.dap.close()
         await self.outside_pause.close()
@@ -395,6 +422,7 @@ class Bridge:
         await self.ray_driver.close()
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
         for listener in self._listeners.values():
             listener.close()  # closed already once served; not if the start failed half-way
         await self.mcp.stop()

@@ -12,6 +12,7 @@ import codeop
 import concurrent.futures
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import Coroutine
 from pathlib import Path
@@ -76,11 +77,20 @@ class History:
                 readline.read_history_file(path)
 
     def save(self) -> None:
+        """Write the history owner-only (it holds what was typed, secrets too); one that cannot
+        be written is said, with the variable that picks another place."""
         if readline is None:
             return
-        with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             readline.write_history_file(self.path)
+            self.path.chmod(0o600)
+        except OSError as exc:
+            print(
+                f"raydap: history not kept: cannot write {self.path}: {exc.strerror or exc} "
+                "(RAYDAP_HISTORY picks another file)",
+                file=sys.stderr,
+            )
 
 
 class Console:

@@ -43,3 +43,34 @@ def test_py_spy_on_a_process_that_exited_is_an_error_not_a_crash() -> None:
     gone.wait()
     [(pid, answer)] = on_node.read_stacks([gone.pid], timeout=10).items()
     assert pid == gone.pid and answer.keys() == {"error"} and answer["error"]
+
+
+def test_a_home_that_cannot_be_written_falls_back_to_a_private_temp_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A worker node whose home is read-only (some containers) still reads stacks."""
+    home = tmp_path / "home"
+    home.write_text("a file where the home directory should be")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr("tempfile.tempdir", None)  # read TMPDIR again
+    folder = Path(on_node._private_folder("locks"))
+    assert folder == tmp_path / "tmp" / f"raydap-{os.getuid()}" / "locks"
+    assert folder.parent.stat().st_mode & 0o077 == 0
+
+
+def test_a_folder_of_another_user_is_never_used(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    if os.getuid() != 0:
+        pytest.skip("needs root to give a folder to another user")
+    (tmp_path / "home" / ".cache" / "raydap").mkdir(parents=True)
+    os.chown(tmp_path / "home" / ".cache" / "raydap", 65534, 65534)
+    (tmp_path / "tmp" / f"raydap-{os.getuid()}").mkdir(parents=True)
+    os.chown(tmp_path / "tmp" / f"raydap-{os.getuid()}", 65534, 65534)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    with pytest.raises(PermissionError, match="another user's"):
+        on_node._private_folder()
