@@ -240,7 +240,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from raydap.bridge.cluster.locate import ClusterNotFound, locate
     from raydap.bridge.server import directories
     from raydap.bridge.server.auth import TokenError
-    from raydap.bridge.server.bridge import Bridge
+    from raydap.bridge.server.bridge import Bridge, prepare_directories
 
     given = {name: getattr(args, name) for name in cli_fields() if hasattr(args, name)}
     try:
@@ -251,7 +251,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"raydap: {where + ': ' if error['loc'] else ''}{error['msg']}", file=sys.stderr)
         return 2
     try:
-        directories.prepare(settings)  # before Ray is looked for: a bad one fails at once
+        prepare_directories(settings)  # before Ray is looked for: a bad one fails at once
         cluster = locate(settings.address, settings.dashboard_url)
         bridge = Bridge(settings, cluster)
     except (ClusterNotFound, TokenError, directories.DirectoryError) as exc:
@@ -332,8 +332,9 @@ def start_failure(exc: BaseException) -> str | None:
     return None
 
 
-def serve_banner(bridge: Bridge) -> str:
-    """What ``raydap serve`` prints once it listens: where, and how to get in."""
+def serve_banner(bridge: Bridge, *, terminal: bool | None = None) -> str:
+    """What ``raydap serve`` prints once it listens: where, and how to get in. The login link
+    holds the token, so it is printed only to a terminal, never to a journal or a log file."""
     dap_host, dap_port = bridge.dap_address
     tls = " (TLS)" if bridge.settings.tls else ""
     lines = [
@@ -342,7 +343,9 @@ def serve_banner(bridge: Bridge) -> str:
     ]
     secret = bridge.debug_secret
     if secret is not None:
-        lines.append(f"web page: {bridge.url}/?token={secret}")
+        lines.append(
+            login_line(bridge, secret, sys.stdout.isatty() if terminal is None else terminal)
+        )
     lines.append(
         "attach: `raydap list`, `raydap attach ID` on this machine (they read the connection "
         f"file {bridge.connection_file}); DAP clients send the token as the attach argument "
@@ -510,6 +513,15 @@ def cmd_dap(args: argparse.Namespace) -> int:
         return asyncio.run(adapter.refuse(None, None, str(exc)))
     defaults = adapter.AttachDefaults(bridge.token, target)
     return asyncio.run(adapter.relay(bridge.host, dap_port, defaults, bridge.ssl_context()))
+
+
+def login_line(bridge: Bridge, secret: str, terminal: bool) -> str:
+    if terminal:
+        return f"web page: {bridge.url}/?token={secret}"
+    return (
+        f"web page: {bridge.url}/ (log in with the token in {bridge.connection_file}; the login "
+        "link is printed only to a terminal)"
+    )
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.client.render import breakpoints_table
 from raydap.bridge.cluster.locate import Cluster, ClusterNotFound, locate
 from raydap.bridge.server import directories
-from raydap.bridge.server.bridge import Bridge, ListenError
+from raydap.bridge.server.bridge import Bridge, ListenError, prepare_directories
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers.records import RecordState
 
@@ -47,7 +47,7 @@ async def run_demo(*, headless: bool, port: int, dap_port: int, timeout: float =
     address = os.environ.get("RAY_ADDRESS")
     try:
         # Before Ray starts: a directory that cannot be used fails in milliseconds, not after it.
-        directories.prepare(settings)
+        prepare_directories(settings)
         if address:
             url = locate(address, None).dashboard_url
         else:
@@ -170,14 +170,17 @@ def _explain(bridge: Bridge, example_id: str) -> None:
     with contextlib.suppress(ValueError):
         raydap = raydap.relative_to(Path.cwd())
     dap_port = bridge.dap_address[1]
-    token = bridge.debug_secret
+    # The token only to a terminal (see raydap serve's banner); elsewhere, where to find it.
+    secret = bridge.debug_secret if sys.stdout.isatty() else None
+    token = secret or "<the token in the connection file>"
+    login = f"{bridge.url}/?token={secret}" if secret else f"{bridge.url}/ (the same token)"
     say(
         f"""The three workers above are paused and held by the bridge. To attach:
 
   terminal:   {raydap} list            {raydap} attach {example_id}
               {raydap} eval 'x'        {raydap} continue --all
               (they find this bridge and its token in {bridge.connection_file})
-  web page:   {bridge.url}/?token={token}
+  web page:   {login}
   VS Code:    the raydap extension (make vsix; code --install-extension
               vscode-ext/raydap.vsix) lists them in Run and Debug > Ray once given the
               token (Ray: Set Bridge Token), or a launch.json entry of the stock Python

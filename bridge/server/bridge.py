@@ -78,6 +78,13 @@ def listen(host: str, port: int, flag: str) -> socket.socket:
         ) from None
 
 
+def prepare_directories(settings: Settings) -> None:
+    """Make or check every directory a bridge with ``settings`` writes (its hand-over socket
+    included), raising :class:`~.directories.DirectoryError`: before anything starts."""
+    socket_name = handover.socket_path(Path(), os.getpid()).name
+    directories.prepare(settings, longest_socket_name=len(socket_name))
+
+
 class Bridge:
     """The daemon: give it settings and the cluster, ``start`` it, ``stop`` it."""
 
@@ -235,8 +242,7 @@ class Bridge:
 
         Raises :class:`~.directories.DirectoryError` before anything starts if a directory it
         writes cannot be used; a start that fails later stops whatever it had started."""
-        socket_name = handover.socket_path(Path(), os.getpid()).name
-        directories.prepare(self.settings, longest_socket_name=len(socket_name))
+        prepare_directories(self.settings)
         try:
             await self._start(received)
         except BaseException:
