@@ -63,3 +63,17 @@ def test_the_service_targets_the_bridge_of_the_head_pod() -> None:
     assert {p["targetPort"] for p in service["spec"]["ports"]} <= names
     assert service["spec"]["selector"]["ray.io/node-type"] == "head"
     assert service["spec"]["type"] == "ClusterIP"  # not exposed outside the cluster
+
+
+def test_every_container_runs_the_image_with_raydap() -> None:
+    """A job's live hook is imported by its workers: stock Ray's image on the worker pods would
+    stop every worker of such a job (docs/live.md)."""
+    cluster = manifest("raycluster.yaml")["spec"]
+    pods = [cluster["headGroupSpec"]["template"]["spec"]] + [
+        group["template"]["spec"] for group in cluster["workerGroupSpecs"]
+    ]
+    images = {c["image"] for pod in pods for c in pod["containers"]}
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    built_as = dockerfile.split("-t ", 1)[1].split()[0]
+    assert images == {built_as}
+    assert "pip install" in dockerfile
