@@ -13,7 +13,13 @@ Three things happen here, inside the worker (so nothing of the bridge is importe
   and, if asked, the tail of the recorder. pydevd runs it on its reader thread, so it answers
   while the main thread is blocked inside a collective (gloo and NCCL release the GIL there).
 
-The recorder is read as torch's own JSON (``_dump_fr_trace_json``, a few ms). Call sites
+torch keeps two recorders: the generic one (``_dump_fr_trace_json``: gloo and other CPU
+backends) and NCCL's own (``_dump_nccl_trace_json``, where CUDA collectives go; the generic one
+holds none of them). A group made with ``"cpu:gloo,cuda:nccl"`` has entries in both, each
+backend numbering its collectives from 1, so each recorder is read and sent apart, by backend,
+and never merged (:data:`DUMPS`).
+
+Each recorder is read as torch's own JSON (a few ms). Call sites
 (``frames``) only come with torch's pickle dump, whose first call imports ``torch._inductor``
 to symbolize stacks (about 2 s, once per process): they are read only when asked, for the
 ranks a verdict blames. The pickle is unpickled here, in the process that made it; what leaves
@@ -45,6 +51,12 @@ MAX_BYTES = 1024 * 1024
 MAX_GROUPS = 256
 MAX_FRAMES = 24
 _C10D = "torch.distributed.distributed_c10d"
+#: torch's recorders, by the backend whose entries each holds: its JSON dump and its pickle
+#: dump (call sites). A torch built without NCCL (the CPU wheel) has only the first.
+DUMPS = {
+    "gloo": ("_dump_fr_trace_json", "_dump_fr_trace"),
+    "nccl": ("_dump_nccl_trace_json", "_dump_nccl_trace"),
+}
 
 
 def arm_recorder(environ: MutableMapping[str, str]) -> str:
@@ -214,14 +226,15 @@ def answer(
     arguments: dict[str, Any], environ: MutableMapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The body of a ``raydapCollectives`` response: ``identity``, with ``recorder: true``
-    the recorder's last ``tail`` entries (``frames: true`` adds their call sites), with
-    ``status: true`` only how far each group got (``pg_status``, a tenth of a millisecond), or
-    ``reason`` saying why there is none."""
+    each backend's recorder (``recorders``: its last ``tail`` entries; ``frames: true`` adds
+    their call sites), with ``status: true`` only how far each backend got (``pg_status`` and
+    ``progress``, a few ms), or ``reason`` saying why there is none. ``recorder`` repeats the
+    generic one, for bridges that read only it."""
     environ = os.environ if environ is None else environ
     dist = sys.modules.get("torch.distributed")
     body: dict[str, Any] = {
         "identity": identity(dist), "job": job_of(sys.modules.get("ray")), "recorder": None,
-        "reason": None,
+        "recorders": None, "reason": None,
     }  # fmt: skip
     if not arguments.get("recorder") and not arguments.get("status"):
         return body
@@ -230,33 +243,60 @@ def answer(
     c10d_c = sys.modules.get("torch._C._distributed_c10d")
     if dist is None or c10d_c is None:
         body["reason"] = "no torch.distributed in this worker"
-    elif not hasattr(c10d_c, "_dump_fr_trace_json"):
+    elif not hasattr(c10d_c, DUMPS["gloo"][0]):
         body["reason"] = "this torch has no Flight Recorder (torch 2.5 or newer has one)"
     elif not recorder_setting(environ):
         body["reason"] = "the Flight Recorder is off (RAYDAP_FLIGHT_RECORDER=0, or a buffer of 0)"
-    elif arguments.get("recorder"):
-        body["recorder"] = read_recorder(c10d_c, tail, bool(arguments.get("frames")), budget)
     else:
-        status = json.loads(c10d_c._dump_fr_trace_json(includeCollectives=False))
-        body["recorder"] = {"version": str(status.get("version") or ""),
-                            "pg_status": status.get("pg_status") or {}, "entries": []}  # fmt: skip
+        backends = [b for b, (dump, _) in DUMPS.items() if hasattr(c10d_c, dump)]
+        share = budget // len(backends)
+        recorders = {
+            backend: read_recorder(c10d_c, tail, bool(arguments.get("frames")), share, backend)
+            if arguments.get("recorder")
+            else read_status(c10d_c, backend)
+            for backend in backends
+        }
+        body["recorders"] = recorders
+        body["recorder"] = recorders["gloo"]
     return body
+
+
+def read_status(c10d_c: Any, backend: str = "gloo") -> dict[str, Any]:
+    """How far one backend got, without its entries: each group's ``pg_status``, and the
+    last op recorded and done by record id (``progress``), which count on where
+    ``pg_status`` lags or stays empty (point-to-point ops; NCCL's last completed)."""
+    dump = json.loads(getattr(c10d_c, DUMPS[backend][0])())
+    entries = [e for e in dump.get("entries") or [] if isinstance(e.get("record_id"), int)]
+    done = [e["record_id"] for e in entries if e.get("retired") or e.get("state") == "completed"]
+    return {
+        "version": str(dump.get("version") or ""),
+        "pg_status": dump.get("pg_status") or {},
+        "entries": [],
+        "progress": {
+            "last_record": max((e["record_id"] for e in entries), default=-1),
+            "last_done": max(done, default=-1),
+        },
+    }
 
 
 def _bounded(value: Any, default: int, most: int) -> int:
     return min(value, most) if isinstance(value, int) and value > 0 else default
 
 
-def read_recorder(c10d_c: Any, tail: int, frames: bool, budget: int) -> dict[str, Any]:
-    """The recorder as torch's JSON dump says it, cut to its last ``tail`` entries and to
-    ``budget`` bytes; ``frames`` adds each entry's Python call site from the pickle dump."""
-    dump = json.loads(c10d_c._dump_fr_trace_json())
+def read_recorder(
+    c10d_c: Any, tail: int, frames: bool, budget: int, backend: str = "gloo"
+) -> dict[str, Any]:
+    """One backend's recorder as torch's JSON dump says it, cut to its last ``tail`` entries
+    and to ``budget`` bytes; ``frames`` adds each entry's Python call site from the pickle
+    dump of the same recorder (record ids are a recorder's own)."""
+    json_dump, pickle_dump = DUMPS[backend]
+    dump = json.loads(getattr(c10d_c, json_dump)())
     entries = list(dump.get("entries") or [])[-tail:]
     if frames and entries:
         import pickle
 
         # This worker's own dump, unpickled where it was made (never by the bridge).
-        full = pickle.loads(c10d_c._dump_fr_trace(includeStackTraces=True))
+        full = pickle.loads(getattr(c10d_c, pickle_dump)(includeStackTraces=True))
         by_record = {e.get("record_id"): e.get("frames") for e in full.get("entries") or []}
         for entry in entries:
             stack = by_record.get(entry.get("record_id")) or []

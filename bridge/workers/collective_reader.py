@@ -40,8 +40,9 @@ class Finding:
     frames_seconds: float = 0.0
 
 
-#: How far a rank's groups got: (group, last enqueued, last completed) for each group.
-Positions = dict[str, frozenset[tuple[str, int, int]]]
+#: How far a rank got, per backend: (backend, group, last enqueued, last completed) for each
+#: group, and (backend, "", last record, last record done) for its recorder as a whole.
+Positions = dict[str, frozenset[tuple[str, str, int, int]]]
 
 
 class CollectiveReader:
@@ -53,20 +54,21 @@ class CollectiveReader:
         """Whether any rank of the job went on to a later collective since the last time this
         was asked (None: the first time, or nothing could be read). Stacks that stand still
         can belong to a job that progresses: ranks that spend their time waiting for a slower
-        one in the same all_reduce look alike at every sample, and their recorders count on."""
+        one in the same all_reduce look alike at every sample, and their recorders count on.
+        So do a healthy GPU job's: its ranks stand at their ``.item()`` line in nearly every
+        sample while NCCL's counters run. What counts: each backend's groups' last enqueued
+        and completed numbers, and its last op recorded and done (point-to-point ops too)."""
         ranks = self.ranks_of(job)
         groups = self.holder.process_groups
         outcomes = await asyncio.gather(*(
             groups.read(rid, self.holder.upstreams.get(rid), status=True) for rid in ranks
         ))  # fmt: skip
-        now: Positions = {
-            dump.worker: frozenset(
-                (name, s.last_enqueued_collective, s.last_completed_collective)
-                for name, s in dump.recorder.pg_status.items()
-            )
-            for dump in outcomes
-            if isinstance(dump, RankDump)
-        }
+        now: Positions = {}
+        for outcome in outcomes:
+            if isinstance(outcome, str):
+                continue
+            for dump in outcome:
+                now[dump.worker] = now.get(dump.worker, frozenset()) | positions(dump)
         before = self._positions.get(job)
         self._positions[job] = now
         if before is None or not now:
@@ -100,8 +102,8 @@ class CollectiveReader:
         if verdicts and verdicts[0].at_fault():
             blamed = {w for r in verdicts[0].at_fault() if (w := verdicts[0].worker_of(r))}
             framed, _ = await self._read({w: ranks[w] for w in blamed}, frames=True)
-            by_worker = {d.worker: d for d in (*dumps, *framed)}  # framed ones win
-            dumps = [by_worker[d.worker] for d in dumps]
+            by_worker = {(d.worker, d.backend): d for d in (*dumps, *framed)}  # framed ones win
+            dumps = [by_worker[d.worker, d.backend] for d in dumps]
             verdicts = judge(dumps)
         chosen = verdicts[0] if verdicts else None
         return Finding(
@@ -121,12 +123,21 @@ class CollectiveReader:
         outcomes = await asyncio.gather(*(
             groups.read(rid, self.holder.upstreams.get(rid), frames=frames) for rid in ranks
         ))  # fmt: skip
-        dumps, unread = [], []
+        dumps: list[RankDump] = []
+        unread = []
         for (rid, found), outcome in zip(ranks.items(), outcomes, strict=True):
-            if isinstance(outcome, RankDump):
-                dumps.append(outcome)
-            else:
+            if isinstance(outcome, str):
                 unread.append(Unread(rank=found.rank, worker=rid, reason=outcome))
+            else:
+                dumps += outcome
+        if dumps and not any(d.recorder.entries for d in dumps):
+            # Ranks with groups and not one op recorded anywhere: none ran a collective yet,
+            # or their backend keeps a recorder raydap does not read. Said, never "read".
+            backends = ", ".join(sorted({d.backend for d in dumps}))
+            why = f"no collective in any rank's Flight Recorder ({backends}) yet"
+            unread += [Unread(rank=r.rank, worker=rid, reason=why) for rid, r in ranks.items()
+                       if any(d.worker == rid for d in dumps)]  # fmt: skip
+            dumps = []
         return dumps, unread
 
     def _blamed(
@@ -135,7 +146,7 @@ class CollectiveReader:
         """The ranks at fault, each where it is: a rank that never came, where its stack
         stands if it runs (``fetch_batch``), else where it last called a collective (a rank
         that finished has one); a rank that called something else, where it called it."""
-        by_worker = {d.worker: d for d in dumps}
+        by_worker = {d.worker: d for d in dumps if d.backend == collective.backend}
         odd = {m.rank: m for m in collective.mismatch}
         last = {m.rank: m.last for m in collective.members}
         found = []
@@ -162,6 +173,18 @@ class CollectiveReader:
             found.append(Straggler(worker=worker, rank=record.rank, role=record.role,
                                    function=function, path=path, line=line, why=why))  # fmt: skip
         return found
+
+
+def positions(dump: RankDump) -> frozenset[tuple[str, str, int, int]]:
+    """How far one rank got on one backend (:data:`Positions`)."""
+    recorder = dump.recorder
+    groups = {
+        (dump.backend, name, s.last_enqueued_collective, s.last_completed_collective)
+        for name, s in recorder.pg_status.items()
+    }
+    if recorder.progress is not None:
+        groups.add((dump.backend, "", recorder.progress.last_record, recorder.progress.last_done))
+    return frozenset(groups)
 
 
 def _entry(dump: RankDump, collective: Collective, seq: int) -> Entry | None:

@@ -1,7 +1,8 @@
 """Where a hung job's ranks stopped agreeing, from their Flight Recorders (sans-I/O).
 
 Every process group numbers its collectives in the order each rank calls them (torch's
-``collective_seq_id``; point-to-point ops count apart, ``p2p_seq_id``). Ranks that agree call
+``collective_seq_id``; point-to-point ops count apart, ``p2p_seq_id``), and each backend of a
+group apart (a ``"cpu:gloo,cuda:nccl"`` group has a gloo #1 and an NCCL #1). Ranks that agree call
 the same op, on tensors of the same sizes and dtypes, at every number. So the place a job hung
 is the first number, in some group, at which its ranks disagree:
 
@@ -39,11 +40,13 @@ _PLUMBING = re.compile(r"^<|(^|/)lib/python3\.\d+/(?!site-packages/|dist-package
 
 @dataclass(frozen=True)
 class RankDump:
-    """One rank's recorder, with who it is."""
+    """One rank's recorder of one backend, with who it is. A rank whose groups use two
+    backends (``"cpu:gloo,cuda:nccl"``) is two dumps: each backend numbers its collectives."""
 
     worker: str
     identity: Identity
     recorder: Recorder
+    backend: str = "gloo"
 
 
 class Mismatch(BaseModel):
@@ -74,6 +77,8 @@ class Collective(BaseModel):
     group: str
     group_desc: str
     world: str | None
+    #: Whose sequence ``seq`` is: each backend of a group numbers its collectives from 1.
+    backend: str = "gloo"
     seq: int
     #: The op the agreeing ranks called there (the most common one).
     op: str
@@ -132,9 +137,9 @@ def judge(dumps: Sequence[RankDump]) -> list[Collective]:
     group."""
     found = [
         verdict
-        for (world, name), (info, members) in sorted(_groups(dumps).items(), key=_group_order)
+        for (world, backend, _), (info, members) in sorted(_groups(dumps).items(), key=_order)
         for p2p in (False, True)
-        if (verdict := _judge_group(world, info, members, p2p)) is not None
+        if (verdict := _judge_group(world, backend, info, members, p2p)) is not None
     ]
     return sorted(
         found,
@@ -142,34 +147,47 @@ def judge(dumps: Sequence[RankDump]) -> list[Collective]:
     )
 
 
-def _group_order(item: tuple[tuple[str | None, str], object]) -> tuple[str, str]:
-    (world, name), _ = item
-    return world or "", name
+#: A group's sequence space: its world, the backend, and the group's name.
+GroupKey = tuple[str | None, str, str]
+
+
+def _order(item: tuple[GroupKey, object]) -> tuple[str, str, str]:
+    (world, backend, name), _ = item
+    return world or "", name, backend
 
 
 def _groups(
     dumps: Sequence[RankDump],
-) -> dict[tuple[str | None, str], tuple[GroupInfo, list[tuple[int, RankDump]]]]:
-    """Each group of each world, as its members describe it, with those members (their
-    rank in the group). Members disagreeing on a group's ranks: the most common account."""
-    accounts: dict[tuple[str | None, str], Counter[GroupInfo]] = {}
+) -> dict[GroupKey, tuple[GroupInfo, list[tuple[int, RankDump]]]]:
+    """Each group of each world and backend, as its members describe it, with those members
+    (their rank in the group). Members disagreeing on a group's ranks: the most common
+    account. The backends of one group are apart: a rank's gloo #3 is not its NCCL #3."""
+    accounts: dict[GroupKey, Counter[GroupInfo]] = {}
     for dump in dumps:
         for info in dump.identity.groups:
-            accounts.setdefault((dump.identity.world, info.name), Counter())[info] += 1
+            key = (dump.identity.world, dump.backend, info.name)
+            accounts.setdefault(key, Counter())[info] += 1
     groups = {}
     for key, counted in accounts.items():
         info = counted.most_common(1)[0][0]
+        world, backend, _ = key
         members = [
             (place, d)
             for d in dumps
-            if d.identity.world == key[0] and (place := info.index(d.identity.rank)) is not None
+            if d.identity.world == world
+            and d.backend == backend
+            and (place := info.index(d.identity.rank)) is not None
         ]
         groups[key] = (info, members)
     return groups
 
 
 def _judge_group(
-    world: str | None, info: GroupInfo, members: list[tuple[int, RankDump]], p2p: bool
+    world: str | None,
+    backend: str,
+    info: GroupInfo,
+    members: list[tuple[int, RankDump]],
+    p2p: bool,
 ) -> Collective | None:
     read = _read(info, members, p2p)
     if not any(r.entries for r in read):
@@ -177,7 +195,7 @@ def _judge_group(
     if p2p and info.size != 2:
         # Only a pair can be matched op for op: a larger group's sends and receives go to
         # peers the recorder does not name.
-        return _waiting_only(world, info, read, p2p)
+        return _waiting_only(world, backend, info, read, p2p)
     top = max(r.last for r in read)
     start = max((r.first for r in read if r.first is not None), default=top)
     lowest = min(r.last for r in read)  # from lowest + 1 on, some rank never came
@@ -189,8 +207,8 @@ def _judge_group(
         mismatch = [] if agree else _mismatches({r.rank: r.entries[seq] for r in present}, p2p)
         if missing or mismatch:
             entries = {r.rank: r.entries[seq] for r in present}
-            return _verdict(world, info, read, seq, entries, missing, mismatch, p2p)
-    return _waiting_only(world, info, read, p2p)
+            return _verdict(world, backend, info, read, seq, entries, missing, mismatch, p2p)
+    return _waiting_only(world, backend, info, read, p2p)
 
 
 def _read(info: GroupInfo, members: list[tuple[int, RankDump]], p2p: bool) -> list[_Rank]:
@@ -240,7 +258,7 @@ def _mismatch(rank: int, entry: Entry) -> Mismatch:
 
 
 def _waiting_only(
-    world: str | None, info: GroupInfo, read: list[_Rank], p2p: bool
+    world: str | None, backend: str, info: GroupInfo, read: list[_Rank], p2p: bool
 ) -> Collective | None:
     """Every rank came: the first number some rank still waits at, if any."""
     pending = [seq for r in read for seq, e in r.entries.items() if not r.done(e)]
@@ -248,7 +266,7 @@ def _waiting_only(
         return None
     seq = min(pending)
     present = {r.rank: r.entries[seq] for r in read if seq in r.entries}
-    return _verdict(world, info, read, seq, present, [], [], p2p)
+    return _verdict(world, backend, info, read, seq, present, [], [], p2p)
 
 
 #: Members listed beside the ranks at fault: the first ranks no worker reported, at most.
@@ -257,6 +275,7 @@ MAX_UNREPORTED = 64
 
 def _verdict(
     world: str | None,
+    backend: str,
     info: GroupInfo,
     read: list[_Rank],
     seq: int,
@@ -284,7 +303,8 @@ def _verdict(
     )  # fmt: skip
     members += list(itertools.islice(unreported, MAX_UNREPORTED))
     collective = Collective(
-        group=info.name, group_desc=info.desc, world=world, seq=seq, op=op, p2p=p2p,
+        group=info.name, group_desc=info.desc, world=world, backend=backend, seq=seq, op=op,
+        p2p=p2p,
         waiting=waiting, missing=sorted(missing), mismatch=mismatch, members=members,
         path=site.filename if site else None, line=site.line if site else None, summary="",
     )  # fmt: skip
@@ -320,8 +340,10 @@ def _number(seq: int | None) -> str:
 
 
 def _label(collective: Collective) -> str:
+    """The group's name, and its backend where it is not gloo (whose wording is the older)."""
     desc = collective.group_desc
-    return desc if desc and desc != "undefined" else f"group {collective.group}"
+    group = desc if desc and desc != "undefined" else f"group {collective.group}"
+    return group if collective.backend == "gloo" else f"{group}, {collective.backend}"
 
 
 def _tensors(odd: Mismatch) -> str:

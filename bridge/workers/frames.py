@@ -3,8 +3,9 @@
 - Whose frames they are: the job's and its libraries', or Ray's and Python's own plumbing,
   folded by default as debuggers' "just my code" does (:func:`fold`), except where a rank
   waits, since that is the point.
-- Whether a stack waits, and on what: a collective, a lock, a queue, an event, ``ray.get``
-  (:func:`wait_of`). A stack is given innermost frame first, as py-spy and DAP list them.
+- Whether a stack waits, and on what: a collective, a lock, a queue, an event, ``ray.get``,
+  a CUDA sync (:func:`wait_of`). A stack is given innermost frame first, as py-spy and DAP
+  list them.
 
 Paths are judged by their shape, not by this machine's installation: a worker's Python may
 live elsewhere than the bridge's.
@@ -39,6 +40,10 @@ _WAITS: tuple[tuple[re.Pattern[str], frozenset[str], str], ...] = (
     (re.compile(r"(^|/)concurrent/futures/"), frozenset({"result", "wait", "as_completed"}), "future"),  # noqa: E501
     (re.compile(r"(^|/)selectors\.py$"), frozenset({"select"}), "select"),
     (re.compile(r"(^|/)ray/_private/worker\.py$"), frozenset({"get", "wait", "get_objects"}), "ray.get"),  # noqa: E501
+    # CUDA syncs: where an NCCL rank waits for a collective it issued (NCCL's return at once).
+    # ``.item()`` and ``Work.wait()`` are native, under the job's own line: judged by the
+    # recorders instead (:meth:`raydap.bridge.workers.hangs.JobWatch.observe`).
+    (re.compile(r"(^|/)torch/cuda/(__init__|streams)\.py$"), frozenset({"synchronize", "wait"}), "cuda sync"),  # noqa: E501
 )  # fmt: skip
 
 

@@ -10,6 +10,8 @@ Each new suspected-hang verdict of a job writes one directory under ``raydap ser
   ``python -m torch.distributed.flight_recorder.fr_trace DIR`` reads the directory; ranks of
   the job's other worlds (verl's worker groups) in ``other-worlds/<K>/rank-<N>``
   (``fr_trace DIR/other-worlds/K -p rank-``), named so that they do not mix with the first.
+  A job whose groups used two backends (``"cpu:gloo,cuda:nccl"``) gets one such set each,
+  ``gloo/`` and ``nccl/`` (``fr_trace DIR/nccl``): each backend numbers its own collectives.
 
 The pickles are written here from what the bridge read and checked; the group membership torch's
 analyzer ``eval``s (``pg_config``'s ``ranks``) is written from the validated ranks, and its
@@ -99,19 +101,13 @@ class HangReports:
         at = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         folder = self.root / f"{_JOB.sub('_', job)[:64] or 'job'}-{at}-{secrets.token_hex(3)}"
         folder.mkdir(mode=0o700)
-        others: dict[str | None, int] = {}
-        for dump in dumps:
-            data = pickle.dumps(torch_dump(dump), protocol=4)
-            if dump.identity.world == world:
-                _write(folder / f"rank_{dump.identity.rank}", data)
-            else:
-                index = others.setdefault(dump.identity.world, len(others) + 1)
-                sub = folder / "other-worlds" / str(index)
-                sub.mkdir(mode=0o700, parents=True, exist_ok=True)
-                _write(sub / f"rank-{dump.identity.rank}", data)
-        if others:
-            names = {str(i): w for w, i in others.items()}
-            _write(folder / "other-worlds" / "worlds.json", json.dumps(names).encode())
+        # One dump set a backend where the job used several: torch's analyzer must never see
+        # a gloo #3 and an NCCL #3 of one group as one collective.
+        backends = sorted({dump.backend for dump in dumps})
+        for backend in backends:
+            home = folder / backend if len(backends) > 1 else folder
+            home.mkdir(mode=0o700, exist_ok=True)
+            _write_set(home, [d for d in dumps if d.backend == backend], world)
         if stacks is not None:
             _write(folder / "stacks.json", json.dumps(stacks, indent=1).encode())
         # The marker last: a directory without it is a report being written (or not ours).
@@ -193,6 +189,24 @@ class HangReports:
                     entry.uname = entry.gname = ""
                     tar.addfile(entry, file)
         return buffer.getvalue()
+
+
+def _write_set(home: Path, dumps: Sequence[RankDump], world: str | None) -> None:
+    """One backend's dumps: the world's ranks as ``rank_N`` (what ``fr_trace -p rank_``
+    reads), other worlds' apart under ``other-worlds/``."""
+    others: dict[str | None, int] = {}
+    for dump in dumps:
+        data = pickle.dumps(torch_dump(dump), protocol=4)
+        if dump.identity.world == world:
+            _write(home / f"rank_{dump.identity.rank}", data)
+        else:
+            index = others.setdefault(dump.identity.world, len(others) + 1)
+            sub = home / "other-worlds" / str(index)
+            sub.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _write(sub / f"rank-{dump.identity.rank}", data)
+    if others:
+        names = {str(i): w for w, i in others.items()}
+        _write(home / "other-worlds" / "worlds.json", json.dumps(names).encode())
 
 
 def _write(path: Path, data: bytes) -> None:

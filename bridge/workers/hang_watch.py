@@ -172,9 +172,10 @@ class HangWatch:
                 if record.id in self._last:
                     samples.append(self._last[record.id])
             before = self.judge.verdicts.get(job)
-            verdict = self.judge.observe(job, samples, now)
+            collective = bool(self.collectives.ranks_of(job))
+            verdict = self.judge.observe(job, samples, now, collective=collective)
             if await self._progresses(job, now):
-                verdict = self.judge.moved(job, samples, now)
+                verdict = self.judge.moved(job, samples, now, collective=collective)
             verdict = await self._with_collectives(verdict)
             if news(before, verdict):
                 if verdict.state == "suspected_hang" and self.reports is not None:

@@ -154,7 +154,19 @@ class JobWatch:
         """Its ranks progress although their stacks stand still (their recorders said so)."""
         self._counted_on = now
 
-    def observe(self, samples: Sequence[RankSample], now: float, hang_after: float) -> Verdict:
+    def observe(
+        self,
+        samples: Sequence[RankSample],
+        now: float,
+        hang_after: float,
+        *,
+        collective: bool = False,
+    ) -> Verdict:
+        """``collective``: the job's ranks made torch.distributed groups, so stacks that stand
+        still in the job's own code are suspected whatever they wait in: an NCCL rank waits in
+        ``.item()`` or ``synchronize``, native code under its own line, and the recorders
+        (asked before this is called hung, :meth:`moved`) tell a healthy one from a hung one.
+        Ranks idle in Ray's task loop are not suspected."""
         seen: dict[str, tuple[Signature, float]] = {}
         for sample in samples:
             where = signature(sample.frames)
@@ -164,10 +176,12 @@ class JobWatch:
         last_moved = self._last_moved(now)
         groups = _groups(samples)
         waiting = [g for g in groups if g.wait is not None]
-        stalled = bool(samples) and now - last_moved >= hang_after and bool(waiting)
+        # An idle rank (Ray's task loop alone) is no hang; one standing in its own code is.
+        busy = collective and any(not is_plumbing(f) for s in samples for f in s.frames)
+        stalled = bool(samples) and now - last_moved >= hang_after and bool(waiting or busy)
         stragglers: list[Straggler] = []
         if stalled:
-            largest = set(max(waiting, key=lambda g: len(g.workers)).workers)
+            largest = set(max(waiting or groups, key=lambda g: len(g.workers)).workers)
             for sample in samples:
                 frame = own_frame(sample.frames)
                 if sample.worker not in largest and frame is not None:
@@ -232,6 +246,8 @@ def waiting_on(wait: Wait) -> str:
         return f"waiting on {thing}"
     if wait.kind == "ray.get":
         return "waiting in ray.get"
+    if wait.kind == "cuda sync":
+        return f"waiting for the GPU ({wait.frame.function.split('.')[-1]})"
     return f"waiting on a {wait.kind}" if wait.kind in ("queue", "future") else f"in {wait.kind}"
 
 
@@ -262,9 +278,11 @@ class HangJudge:
         self._jobs: dict[str, JobWatch] = {}
         self.verdicts: dict[str, Verdict] = {}
 
-    def observe(self, job: str, samples: Sequence[RankSample], now: float) -> Verdict:
+    def observe(
+        self, job: str, samples: Sequence[RankSample], now: float, *, collective: bool = False
+    ) -> Verdict:
         watch = self._jobs.setdefault(job, JobWatch(job))
-        verdict = watch.observe(samples, now, self.hang_after)
+        verdict = watch.observe(samples, now, self.hang_after, collective=collective)
         self.verdicts[job] = verdict
         return verdict
 
@@ -280,10 +298,12 @@ class HangJudge:
         watch = self._jobs.get(job)
         return watch.stacks_still_for(now) if watch is not None else 0.0
 
-    def moved(self, job: str, samples: Sequence[RankSample], now: float) -> Verdict:
+    def moved(
+        self, job: str, samples: Sequence[RankSample], now: float, *, collective: bool = False
+    ) -> Verdict:
         """A job its recorders say progresses: judged again from now on."""
         self._jobs.setdefault(job, JobWatch(job)).moved(now)
-        return self.observe(job, samples, now)
+        return self.observe(job, samples, now, collective=collective)
 
     def jobs(self) -> list[str]:
         return list(self._jobs)

@@ -83,9 +83,9 @@ class ProcessGroups:
 
     async def read(
         self, rid: str, upstream: Upstream | None, *, frames: bool = False, status: bool = False
-    ) -> RankDump | str:
-        """One worker's recorder with who it is, or why it could not be read; ``status``: only
-        how far each of its groups got (no entries)."""
+    ) -> list[RankDump] | str:
+        """One worker's recorders (one dump a backend) with who it is, or why they could not
+        be read; ``status``: only how far each of its groups got (no entries)."""
         if upstream is None:
             return "the worker is gone"
         arguments: dict[str, Any] = (
@@ -106,9 +106,13 @@ class ProcessGroups:
             self._told(rid, {"identity": reply.identity.model_dump(), "job": reply.job})
         if reply.identity is None:
             return reply.reason or "it has no torch.distributed process group"
-        if reply.recorder is None:
+        recorders = reply.by_backend()
+        if not recorders:
             return reply.reason or "its Flight Recorder is off"
-        return RankDump(rid, reply.identity, reply.recorder)
+        return [
+            RankDump(rid, reply.identity, recorder, backend)
+            for backend, recorder in recorders.items()
+        ]
 
     async def close(self) -> None:
         for task in list(self._tasks):

@@ -1,8 +1,9 @@
 """What a live worker says of its torch.distributed: who it is, and its Flight Recorder (sans-I/O).
 
 A worker answers the bridge's ``raydapCollectives`` request (:mod:`raydap.live.collectives`)
-with its identity (rank, world, process groups) and the tail of torch's Flight Recorder, in
-torch's own field names, so gloo's and NCCL's dumps read alike. All of it is outside input:
+with its identity (rank, world, process groups) and the tail of each of torch's Flight
+Recorders (the generic one, gloo's, and NCCL's own), in torch's own field names, so gloo's and
+NCCL's dumps read alike; but they are kept apart, by backend. All of it is outside input:
 checked against these models, with every list and string bounded; anything else is a reason
 why that rank could not be read, never an error that stops the verdict.
 """
@@ -150,11 +151,24 @@ class GroupStatus(BaseModel):
     last_completed_collective: int = -1
 
 
+class Progress(BaseModel):
+    """How far a recorder got as a whole, by record id (every op has one, point-to-point ones
+    too): its last op recorded, and its last one done (completed or retired). These count on
+    where ``pg_status`` does not: NCCL's last completed lags, and reads -1 right after three
+    completed collectives."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    last_record: int = -1
+    last_done: int = -1
+
+
 class Recorder(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     version: Name = ""
     pg_status: dict[Name, GroupStatus] = Field(default_factory=dict, max_length=MAX_GROUPS)
     entries: list[Entry] = Field(default_factory=list, max_length=MAX_ENTRIES)
+    #: In a status read (no entries), how far its ops got.
+    progress: Progress | None = None
 
     @field_validator("pg_status", mode="before")
     @classmethod
@@ -168,6 +182,12 @@ class Recorder(BaseModel):
         return found or GroupStatus()
 
 
+#: A backend's name, as a worker keys its recorders (``gloo``: torch's generic recorder).
+Backend = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")]
+#: Recorders one worker may send: torch has two (generic and NCCL's).
+MAX_BACKENDS = 4
+
+
 class Reply(BaseModel):
     """A worker's answer to ``raydapCollectives``."""
 
@@ -175,9 +195,18 @@ class Reply(BaseModel):
     identity: Identity | None = None
     #: The Ray job the worker makes its groups for.
     job: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{1,64}$")] | None = None
+    #: The generic recorder alone (what a worker of before ``recorders`` sends).
     recorder: Recorder | None = None
+    #: Each backend's recorder: never merged, each numbers its collectives from 1.
+    recorders: dict[Backend, Recorder] | None = Field(None, max_length=MAX_BACKENDS)
     #: Why there is no recorder (no torch, an old torch, the recorder off).
     reason: Text | None = None
+
+    def by_backend(self) -> dict[str, Recorder]:
+        """Every recorder the worker sent, by backend (an older worker's one is ``gloo``)."""
+        if self.recorders is not None:
+            return dict(self.recorders)
+        return {"gloo": self.recorder} if self.recorder is not None else {}
 
 
 def read_reply(body: Any, size: int) -> Reply | str:

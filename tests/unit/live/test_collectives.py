@@ -112,7 +112,7 @@ def test_the_recorder_is_read_as_its_tail_and_within_the_byte_budget() -> None:
 def test_the_answer_says_why_there_is_no_recorder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "torch.distributed", raising=False)
     assert collectives.answer({"recorder": False}) == {
-        "identity": None, "job": None, "recorder": None, "reason": None,
+        "identity": None, "job": None, "recorder": None, "recorders": None, "reason": None,
     }  # fmt: skip
     said = collectives.answer({"recorder": True}, {})
     assert said["reason"] == "no torch.distributed in this worker"
@@ -124,6 +124,53 @@ def test_the_answer_says_why_there_is_no_recorder(monkeypatch: pytest.MonkeyPatc
     assert "is off" in collectives.answer({"recorder": True}, {})["reason"]
     on = collectives.answer({"recorder": True, "tail": 10**9}, {"TORCH_FR_BUFFER_SIZE": "9"})
     assert on["reason"] is None and len(on["recorder"]["entries"]) == 3
+
+
+class FakeNcclRecorder(FakeRecorder):
+    """A CUDA torch's: the generic recorder holds the gloo ops, NCCL's its own, each numbered
+    from 1, each with its own record ids and call sites."""
+
+    def __init__(self) -> None:
+        super().__init__(2)
+        self.nccl = [
+            {"record_id": i, "process_group": ["0", "default_pg"], "collective_seq_id": i + 1,
+             "profiling_name": "nccl:all_reduce", "state": "completed", "retired": i < 3}
+            for i in range(5)
+        ]  # fmt: skip
+
+    def _dump_nccl_trace_json(self, includeCollectives: bool = True) -> bytes:
+        status = {"0": {"last_enqueued_collective": "5", "last_completed_collective": "-1"}}
+        entries = self.nccl if includeCollectives else []
+        return json.dumps({"version": "2.10", "pg_status": status, "entries": entries}).encode()
+
+    def _dump_nccl_trace(self, includeStackTraces: bool = True) -> bytes:
+        import pickle
+
+        frames = [{"name": "train", "filename": "/job/gpu.py", "line": 44}]
+        return pickle.dumps({"entries": [{**e, "frames": frames} for e in self.nccl]})
+
+
+def test_each_backends_recorder_is_read_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch.distributed", fake_dist())
+    monkeypatch.setitem(sys.modules, "torch._C._distributed_c10d", FakeNcclRecorder())
+    environ = {"TORCH_FR_BUFFER_SIZE": "256"}
+    said = collectives.answer({"recorder": True, "frames": True}, environ)
+    recorders = said["recorders"]
+    assert set(recorders) == {"gloo", "nccl"} and said["recorder"] == recorders["gloo"]
+    assert [e["profiling_name"] for e in recorders["gloo"]["entries"]] == ["gloo:all_reduce"] * 2
+    assert [e["collective_seq_id"] for e in recorders["nccl"]["entries"]] == [1, 2, 3, 4, 5]
+    assert recorders["nccl"]["entries"][0]["frames"][0]["filename"] == "/job/gpu.py"
+    assert recorders["gloo"]["entries"][0]["frames"][0]["filename"] == "/job/train.py"
+    status = collectives.answer({"status": True}, environ)["recorders"]["nccl"]
+    assert status["entries"] == [] and status["pg_status"]["0"]["last_enqueued_collective"] == "5"
+    assert status["progress"] == {"last_record": 4, "last_done": 4}
+
+
+def test_a_cpu_torch_has_the_generic_recorder_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch.distributed", fake_dist())
+    monkeypatch.setitem(sys.modules, "torch._C._distributed_c10d", FakeRecorder(3))
+    said = collectives.answer({"recorder": True}, {"TORCH_FR_BUFFER_SIZE": "256"})
+    assert list(said["recorders"]) == ["gloo"]
 
 
 def test_pydevd_answers_the_bridges_request_with_its_own_reader(
@@ -150,7 +197,7 @@ def test_pydevd_answers_the_bridges_request_with_its_own_reader(
     processor.process_net_command_json(py_db, json.dumps(request))
     [answer] = sent
     assert answer.as_dict["request_seq"] == 7 and answer.as_dict["success"] is True
-    assert set(answer.as_dict["body"]) == {"identity", "job", "recorder", "reason"}
+    assert set(answer.as_dict["body"]) == {"identity", "job", "recorder", "recorders", "reason"}
 
     def broken(arguments: Any, environ: Any) -> Any:
         raise RuntimeError("torch moved")

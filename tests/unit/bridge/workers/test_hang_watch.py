@@ -245,3 +245,73 @@ async def test_ranks_that_wait_in_one_place_while_their_recorders_count_on_are_n
         states.append(hangs.judge.verdicts["01"].state)
     first_hung = 40 + states.index("suspected_hang")
     assert first_hung <= 40 + 10 + 1  # hang_after (10) of counting nothing, and a sample
+
+
+# -- NCCL: ranks that wait in .item(), told apart by their recorders -------------------------
+
+
+class ItemCluster(Cluster):
+    """Every rank stands at its own line (``.item()``: native code under it), as a GPU job's
+    ranks do, hung or healthy."""
+
+    async def read(self, targets: dict[str, Any], flags: Any = (), env: Any = ()) -> Any:
+        return {
+            wid: Reading(parse_json(dump("rank_main", "/srv/train/nccl_check.py")),
+                         {"RANK": wid[3]})
+            for wid in targets
+        }  # fmt: skip
+
+
+class NcclUpstream(RecordingUpstream):
+    """An NCCL rank recorded on an H100: both recorders, the generic one empty. Its status
+    reads count NCCL's last enqueued on while it progresses."""
+
+    async def request(self, command: str, arguments: Any = None, **_: Any) -> Response:
+        if arguments.get("status"):
+            self.statuses += 1
+            body = json.loads(json.dumps(self.body))
+            for status in body["recorders"]["nccl"]["pg_status"].values():
+                status["last_enqueued_collective"] = int(status["last_enqueued_collective"]) + (
+                    self.statuses if self.progressing else 0
+                )
+            return Response(request_seq=1, success=True, command=command, body=body)
+        return await super().request(command, arguments)
+
+
+def nccl_watch(*, progressing: bool) -> tuple[HangWatch, list[float]]:
+    from tests.unit.bridge.workers.test_nccl import replies
+
+    hangs, _, now = watch("all")
+    hangs.remote = ItemCluster()  # type: ignore[assignment]
+    holder, registry = hangs.holder, hangs.holder.registry
+    for rank, body in enumerate(replies("skip")):
+        rid = record_id(f"01w{rank}" + "0" * 10)
+        registry.put(BreakpointRecord(id=rid, node_ip="10.0.0.1", paused_since=0, live=True,
+                                      state="running", job_id="01"))  # fmt: skip
+        upstream = NcclUpstream(body)
+        upstream.progressing = progressing
+        holder.upstreams[rid] = upstream  # type: ignore[assignment]
+        holder.process_groups._told(rid, {"identity": body["identity"]})
+    return hangs, now
+
+
+async def test_an_nccl_job_hung_in_item_is_suspected_and_judged_from_nccls_recorder() -> None:
+    hangs, now = nccl_watch(progressing=False)
+    for at in (0.0, 6.0):
+        now[0] = at
+        await hangs.sample()
+    now[0] = 11.0
+    [hung] = [v for v in await hangs.sample() if v.job == "01"]
+    assert hung.state == "suspected_hang" and hung.collective is not None
+    assert (hung.collective.backend, hung.collective.seq, hung.collective.missing) == (
+        "nccl", 9, [2],
+    )  # fmt: skip
+    assert "all_reduce #9 (default_pg, nccl): rank 2 never joined (its last: #8)" in hung.summary
+
+
+async def test_a_healthy_nccl_job_standing_in_item_is_never_called_hung() -> None:
+    hangs, now = nccl_watch(progressing=True)
+    for at in (0.0, 6.0, 11.0, 16.0, 21.0, 30.0):
+        now[0] = at
+        await hangs.sample()
+        assert {v.job: v.state for v in hangs.verdicts()}["01"] == "progressing", at
