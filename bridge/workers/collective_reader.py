@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from raydap.bridge.workers.desync import Collective, RankDump, call_site, judge
+from raydap.bridge.workers.desync import Collective, RankDump, call_site, judge, positions
 from raydap.bridge.workers.hangs import Straggler, Unread
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.recorder import Entry, Identity
@@ -40,8 +40,7 @@ class Finding:
     frames_seconds: float = 0.0
 
 
-#: How far a rank got, per backend: (backend, group, last enqueued, last completed) for each
-#: group, and (backend, "", last record, last record done) for its recorder as a whole.
+#: How far each rank got (:func:`~.desync.positions`), by worker.
 Positions = dict[str, frozenset[tuple[str, str, int, int]]]
 
 
@@ -173,18 +172,6 @@ class CollectiveReader:
             found.append(Straggler(worker=worker, rank=record.rank, role=record.role,
                                    function=function, path=path, line=line, why=why))  # fmt: skip
         return found
-
-
-def positions(dump: RankDump) -> frozenset[tuple[str, str, int, int]]:
-    """How far one rank got on one backend (:data:`Positions`)."""
-    recorder = dump.recorder
-    groups = {
-        (dump.backend, name, s.last_enqueued_collective, s.last_completed_collective)
-        for name, s in recorder.pg_status.items()
-    }
-    if recorder.progress is not None:
-        groups.add((dump.backend, "", recorder.progress.last_record, recorder.progress.last_done))
-    return frozenset(groups)
 
 
 def _entry(dump: RankDump, collective: Collective, seq: int) -> Entry | None:

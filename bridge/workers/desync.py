@@ -49,6 +49,20 @@ class RankDump:
     backend: str = "gloo"
 
 
+def positions(dump: RankDump) -> frozenset[tuple[str, str, int, int]]:
+    """How far one rank got on one backend: (backend, group, last enqueued, last completed)
+    for each group, and (backend, "", last op recorded, last op done) for the recorder as a
+    whole. Two reads that differ mean the rank went on."""
+    recorder = dump.recorder
+    groups = {
+        (dump.backend, name, s.last_enqueued_collective, s.last_completed_collective)
+        for name, s in recorder.pg_status.items()
+    }
+    if recorder.progress is not None:
+        groups.add((dump.backend, "", recorder.progress.last_record, recorder.progress.last_done))
+    return frozenset(groups)
+
+
 class Mismatch(BaseModel):
     """A rank that called something else at the group's disagreeing number."""
 

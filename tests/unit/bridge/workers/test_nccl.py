@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.collective_reader import positions
-from raydap.bridge.workers.desync import RankDump, judge
+from raydap.bridge.workers.desync import RankDump, judge, positions
 from raydap.bridge.workers.hang_reports import HangReports
 from raydap.bridge.workers.hangs import HangJudge, RankSample
 from raydap.bridge.workers.recorder import Identity, Recorder, Reply, read_reply
