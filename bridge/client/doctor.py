@@ -91,6 +91,10 @@ def check_node(answer: dict[str, Any]) -> list[Finding]:
         findings.append(Finding("warn", f"{node}: {why}: a hung worker cannot be paused from "
                                 "outside", "install gdb and allow ptrace (SYS_PTRACE in "
                                 "containers)"))  # fmt: skip
+    elif answer.get("gdb_calls"):
+        findings.append(Finding("warn", f"{node}: a hung worker cannot be paused from outside: "
+                                f"{answer['gdb_calls']}", "install a newer gdb on the nodes, "
+                                "or make jobs live (docs/live.md)"))  # fmt: skip
     if not answer.get("raydap"):
         findings.append(Finding("warn", f"{node}: raydap is not importable by workers: live "
                                 "debugging (the worker_process_setup_hook) cannot run there",

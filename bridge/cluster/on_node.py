@@ -279,16 +279,79 @@ def _signal_handler_into(pid: int, name: str, source: str) -> str:
     return ""
 
 
+#: What :func:`gdb_call_refusal` found, by gdb binary: once per process.
+_GDB_CALLS: dict[str, str] = {}
+
+
+def gdb_call_refusal(gdb: str) -> str:
+    """Why ``gdb`` must not call into a process on this node, or "" if it can.
+
+    An injection is a function call gdb makes inside the worker, after which it puts the
+    worker's registers back. gdb 13 cannot put them back on CPUs with AMX (Sapphire Rapids and
+    later): "Couldn't write extended state status: Bad address", and the process it called
+    into then fails (measured: a sleeping process died of "Unknown error 516"). So gdb is tried
+    first on a throwaway child of this task, and a worker is never handed to a gdb that broke
+    it."""
+    import shutil
+    import subprocess
+    import sys
+
+    if gdb in _GDB_CALLS:
+        return _GDB_CALLS[gdb]
+    sleeper = shutil.which("sleep")
+    command = [sleeper, "60"] if sleeper else [sys.executable, "-c", "import time; time.sleep(60)"]
+    child = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        done = subprocess.run(
+            [gdb, "-nx", "--batch", "-p", str(child.pid), "-ex", "call (int)getpid()"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        said = done.stdout + done.stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        said = str(exc)
+    finally:
+        child.kill()
+        child.wait()
+    if f"= {child.pid}" in said:
+        refusal = ""
+    elif "ptrace" in said and ("not permitted" in said or "denied" in said):
+        refusal = (
+            "gdb may not attach to processes here: allow ptrace (a container needs SYS_PTRACE; "
+            "or kernel.yama.ptrace_scope=0)"
+        )
+    else:
+        noise = ("[Inferior", "Using host libthread_db", "No such file or directory")
+        lines = [
+            x.strip() for x in said.splitlines() if x.strip() and not any(n in x for n in noise)
+        ]
+        said_last = lines[-1] if lines else "it said nothing"
+        refusal = (
+            f"gdb cannot call into a process on this node and give it back intact ({said_last}): "
+            "pausing a worker from outside would break it, so it is not done. gdb 13 has this "
+            "bug on CPUs with AMX; install a gdb for which `gdb -p PID --batch -ex 'call "
+            "(int)getpid()'` prints the pid, or run the job with the live hook "
+            "(raydap.live.setup), which pauses through debugpy"
+        )
+    _GDB_CALLS[gdb] = refusal
+    return refusal
+
+
 def _inject_with_gdb(pid: int, install: str) -> str:
     import importlib.util
     import shutil
     import sys
     import tempfile
 
-    if shutil.which("gdb", path=_search_path()) is None:
+    gdb = shutil.which("gdb", path=_search_path())
+    if gdb is None:
         return (
             "gdb is not installed on this node (apt-get install gdb; a container needs SYS_PTRACE)"
         )
+    refusal = gdb_call_refusal(gdb)
+    if refusal:
+        return refusal
     found = importlib.util.find_spec("debugpy")
     if found is None or found.origin is None:
         return "debugpy is not installed where this node's workers run (pip install debugpy)"

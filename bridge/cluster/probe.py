@@ -8,14 +8,17 @@ the things it reports. It uses nothing but the standard library and Ray.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 #: Environment variables that decide how ``breakpoint()`` behaves in a worker.
 DEBUG_VARIABLES = ("RAY_DEBUG", "RAY_DEBUG_POST_MORTEM", "PYTHON_DISABLE_REMOTE_DEBUG")
 
 
-def probe() -> dict[str, Any]:
-    """The facts of this worker's node and environment."""
+def probe(gdb_check: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """The facts of this worker's node and environment. ``gdb_check``: says why gdb must not
+    call into processes here (:func:`raydap.bridge.cluster.on_node.gdb_call_refusal`, shipped
+    with this by value), "" if it may."""
     import importlib.util
     import shutil
     import sys
@@ -35,6 +38,7 @@ def probe() -> dict[str, Any]:
         debugpy_version: str | None = str(debugpy.__version__)
     except ImportError:
         debugpy_version = None
+    gdb = shutil.which("gdb", path=search)
     return {
         "node_id": ray.get_runtime_context().get_node_id(),
         "node_ip": worker.node_ip_address,
@@ -44,7 +48,8 @@ def probe() -> dict[str, Any]:
         "env": {name: os.environ.get(name) for name in DEBUG_VARIABLES},
         "ray_debugger_external": bool(getattr(worker, "ray_debugger_external", False)),
         "py_spy": shutil.which("py-spy", path=search),
-        "gdb": shutil.which("gdb", path=search),
+        "gdb": gdb,
+        "gdb_calls": gdb_check(gdb) if gdb and gdb_check else None,
         "ptrace_scope": ptrace_scope,
         "raydap": importlib.util.find_spec("raydap") is not None,
     }
@@ -60,7 +65,10 @@ def probe_every_node(address: str, timeout: float = 60.0) -> tuple[list[dict[str
     from ray import cloudpickle
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+    from raydap.bridge.cluster import on_node
+
+    for module in (__name__, on_node.__name__):
+        cloudpickle.register_pickle_by_value(sys.modules[module])  # type: ignore[no-untyped-call]
     ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     try:
         remote = ray.remote(num_cpus=0, max_retries=0)(probe)
@@ -68,7 +76,7 @@ def probe_every_node(address: str, timeout: float = 60.0) -> tuple[list[dict[str
         pending = {
             remote.options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
-            ).remote(): n
+            ).remote(on_node.gdb_call_refusal): n
             for n in nodes
         }
         ready, missing = ray.wait(list(pending), num_returns=len(pending), timeout=timeout)

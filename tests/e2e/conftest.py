@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from bench.harness import ptrace_refusal
 from raydap.adapter import StreamChannel
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
+from raydap.bridge.cluster import on_node
 from raydap.bridge.server import connection_file
 from tests.conftest import runtime_dir
 from tests.waiting import wait_until
@@ -39,6 +41,26 @@ def require_ptrace() -> None:
     refusal = ptrace_refusal()
     if refusal is not None:
         pytest.skip(f"py-spy and gdb need ptrace, which this machine refuses: {refusal}")
+
+
+def gdb_refusal() -> str | None:
+    """Why raydap will not pause a worker from outside on this machine (gdb missing, or a gdb
+    that breaks the processes it calls into: gdb 13 on CPUs with AMX), by the product's own
+    check; None where it will."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return "gdb is not installed"
+    return on_node.gdb_call_refusal(gdb) or None
+
+
+def require_gdb_calls() -> None:
+    """Skip a test of pausing or rescuing a worker from outside (gdb calls into it) where this
+    machine's gdb cannot do that safely; the refusal itself is tested where it can't
+    (tests/e2e/test_stacks_and_pause.py)."""
+    require_ptrace()
+    refusal = gdb_refusal()
+    if refusal is not None:
+        pytest.skip(f"this machine's gdb cannot call into a process safely: {refusal}")
 
 
 def require_tools(*paths: Path, make: str = "make e2e-tools") -> None:
@@ -86,6 +108,14 @@ class BridgeProcess:
         request = self._request(path, json.dumps(body or {}).encode(), "POST")
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
+
+    def post_any(self, path: str) -> tuple[int, Any]:
+        """A POST's status and JSON answer, whatever the status."""
+        try:
+            with urllib.request.urlopen(self._request(path, b"{}", "POST"), timeout=30) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
 
     def http_error(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any]:
         request = self._request(path, body, method)

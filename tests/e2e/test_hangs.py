@@ -85,15 +85,6 @@ def until(check: Any, timeout: float, what: str, bridge: BridgeProcess) -> Any:
     )
 
 
-def post(bridge: BridgeProcess, path: str) -> tuple[int, Any]:
-    """A POST's status and JSON answer, whatever the status."""
-    try:
-        with urllib.request.urlopen(bridge._request(path, b"{}", "POST"), timeout=30) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
 async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
     watching_bridge: BridgeProcess, gloo_job: Job, dap_connect: Connect, browser: object
 ) -> None:
@@ -202,7 +193,7 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
     # Pause rank 0, inside all_reduce: answered at once, pending, saying where it waits
     [rank0] = [w for w, r in ranks.items() if r == 0]
     started = time.monotonic()
-    status, pending = post(bridge, f"/api/v1/workers/{rank0}/pause")
+    status, pending = bridge.post_any(f"/api/v1/workers/{rank0}/pause")
     assert status == 202 and pending["pending"] is True, pending
     assert time.monotonic() - started < 10
     assert "all_reduce" in pending["reason"] and "distributed_c10d.py" in pending["reason"]

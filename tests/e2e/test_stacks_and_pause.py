@@ -17,7 +17,7 @@ from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.driver import RayDriver
 from raydap.bridge.cluster.remote_stacks import RemoteStacks, Target
 from tests.conftest import Connect
-from tests.e2e.conftest import BridgeProcess, Job, break_line, require_ptrace
+from tests.e2e.conftest import BridgeProcess, Job, break_line, gdb_refusal, require_ptrace
 from tests.waiting import wait_until
 
 
@@ -69,6 +69,20 @@ async def test_every_ranks_stack_merged_then_a_waiting_rank_paused_from_outside(
 
     # Pause one waiting rank from outside, then look at its waiting frame.
     rank_id = waiting["workers"][0]
+    refusal = gdb_refusal()
+    if refusal is not None:
+        # This machine's gdb would break the rank (gdb 13 on an AMX CPU): refused, said, and
+        # the rank waits on untouched where it was.
+        said = "gdb cannot call into a process"
+        status, answer = bridge.post_any(f"/api/v1/workers/{rank_id}/pause")
+        if status == 202:  # the node's task took over the 5 s a pause answers in: logged then
+            wait_until(lambda: said in bridge.log.read_text(), timeout=60, what="the refusal")
+        else:
+            assert status == 502 and said in answer["error"], answer
+        again = wait_for_stacks(bridge, job.job_id, 3)
+        [still] = [n for n in nodes(again["tree"]) if n["function"] == "wait_for_peers"]
+        assert rank_id in still["workers"]
+        return
     answer = bridge.post(f"/api/v1/workers/{rank_id}/pause")
     if answer.get("pending"):  # the injection took over the 5 s a pause may take to answer
         assert answer["id"] == rank_id and answer["reason"]

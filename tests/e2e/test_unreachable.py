@@ -18,7 +18,7 @@ from raydap.bridge.client.local_ray import LocalRay
 from tests.conftest import Connect
 from tests.e2e.conftest import (
     break_line,
-    require_ptrace,
+    require_gdb_calls,
     start_bridge,
     start_job,
     stop_bridge,
@@ -68,7 +68,7 @@ def refuses(port: int) -> bool:
 async def test_a_paused_worker_whose_adapter_died_is_rescued_at_the_same_stop(
     head: LocalRay, tmp_path: Path, dap_connect: Connect
 ) -> None:
-    require_ptrace()
+    require_gdb_calls()
     logs = tmp_path / "debugpy"
     logs.mkdir()
     job = start_job(head.address, "lost_adapter.py", {"RAYDAP_TEST_DEBUGPY_LOGS": str(logs)})

@@ -32,7 +32,7 @@ from .conftest import (
     JOBS,
     BridgeProcess,
     Job,
-    require_ptrace,
+    require_gdb_calls,
     require_tools,
     start_bridge,
     start_job,
@@ -252,7 +252,7 @@ def test_child_sessions_one_per_rank_in_vscode(
 def test_stacks_of_a_hung_job_and_pausing_a_rank_in_vscode(
     editor: Editor, editor_ray: LocalRay, tmp_path: Path
 ) -> None:
-    require_ptrace()
+    require_gdb_calls()  # the waiting rank is paused from outside
     workspace = copy_workspace(tmp_path)
     script = workspace / "hung.py"
     shutil.copy(JOBS / "hung_ranks.py", script)
