@@ -90,6 +90,9 @@ class HangWatch:
         self.collectives = CollectiveReader(holder)
         self.reports = reports
         self._found: dict[str, _Found] = {}
+        #: What the doors show: each job's verdict as a whole sample concluded it (the judge's
+        #: own is a stack verdict until the sample has read the recorders and the report).
+        self._published: dict[str, Verdict] = {}
 
     def watch(self, job: str) -> None:
         if len(self.asked) >= MAX_WATCHED and job not in self.asked:
@@ -103,12 +106,11 @@ class HangWatch:
     def recall(self, memory: HangMemory) -> None:
         """Go on from what a replaced bridge's watch knew."""
         self.judge.recall(memory)
+        self._published = dict(self.judge.verdicts)
         self.asked = set(memory.asked[:MAX_WATCHED])
 
     def verdicts(self) -> list[Verdict]:
-        return sorted(
-            self.judge.verdicts.values(), key=lambda v: (v.state != "suspected_hang", v.job)
-        )
+        return sorted(self._published.values(), key=lambda v: (v.state != "suspected_hang", v.job))
 
     def subscribe(self) -> asyncio.Queue[Verdict]:
         queue: asyncio.Queue[Verdict] = asyncio.Queue(MAX_QUEUED)
@@ -184,9 +186,10 @@ class HangWatch:
                 self._announce(verdict)
             elif before is not None and verdict.state == before.state == "suspected_hang":
                 verdict = verdict.model_copy(update={"report": before.report})  # the same hang
-            self.judge.verdicts[job] = verdict
+            self.judge.verdicts[job] = self._published[job] = verdict
         for job in set(self.judge.jobs()) - set(by_job):
             self.judge.forget(job)  # ended, or a person is debugging it
+            self._published.pop(job, None)
             self._found.pop(job, None)
             self.collectives.forget(job)
         return announced

@@ -167,7 +167,12 @@ def test_make_run_on_an_empty_home_debugs_the_demo_to_its_results(home: Path) ->
         assert demo.finish(timeout=60) == 0, demo.output
         assert RESULTS in demo.output
         assert "the demo job finished" in demo.output
-        wait_until(lambda: not processes_of(home), timeout=STOP_WITHIN, what="every process gone")
+        wait_until(
+            lambda: not processes_of(home),
+            timeout=STOP_WITHIN,
+            every=0.5,
+            what="every process gone",
+        )
         assert list(runtime.iterdir()) == [], "the connection file is removed at exit"
     finally:
         demo.process.kill()
@@ -204,6 +209,7 @@ def test_a_signal_to_make_runs_group_stops_everything_within_seconds(
         wait_until(
             lambda: not processes_of(home),
             timeout=STOP_WITHIN,
+            every=0.25,
             what=f"every process gone after {sig.name}",
             context=lambda: demo.output + "\nleft: " + repr(processes_of(home)),
         )
@@ -239,7 +245,9 @@ def test_a_demo_whose_bridge_cannot_start_says_why_and_stops_its_ray_head(home: 
             assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in out, out
             assert "--port" in out and "stopping the local Ray head" in out
             assert took < 20, f"took {took:.0f} s to stop after failing:\n{out}"
-            wait_until(lambda: not processes_of(home), timeout=STOP_WITHIN, what="nothing left")
+            wait_until(
+                lambda: not processes_of(home), timeout=STOP_WITHIN, every=0.5, what="nothing left"
+            )
         finally:
             demo.process.kill()
 

@@ -173,8 +173,10 @@ async def test_an_agent_asks_whether_a_job_is_hung_and_why() -> None:
     stack = Verdict(job="0a000000", state="suspected_hang", since=1.0, groups=[], stragglers=[],
                     summary="no progress: 3 ranks wait in all_reduce")  # fmt: skip
     from raydap.bridge.workers.collective_reader import Finding
+    from raydap.bridge.workers.hangs import HangMemory
 
-    watch.judge.verdicts["0a000000"] = merged(stack, Finding(collective=found))
+    # What a watch knows is what it recalls (as from a replaced bridge): this verdict.
+    watch.recall(HangMemory(verdicts={"0a000000": merged(stack, Finding(collective=found))}))
     desk = Desk(Workers(holder, hang_watch=watch))
     error, said = await ask(desk, VIEW, "hangs", {}, Audit())
     assert not error

@@ -315,3 +315,35 @@ async def test_a_healthy_nccl_job_standing_in_item_is_never_called_hung() -> Non
         now[0] = at
         await hangs.sample()
         assert {v.job: v.state for v in hangs.verdicts()}["01"] == "progressing", at
+
+
+async def test_a_door_asking_mid_sample_sees_the_last_whole_verdict() -> None:
+    """A sample judges the stacks first and reads the recorders after: meanwhile the doors
+    still show the verdict with its collective, never the bare stack verdict (CI caught
+    `raydap hangs` printing one without its collective line)."""
+    import asyncio
+
+    hangs, _, now = watch("all")
+    upstreams = live_ranks(hangs.holder.registry, hangs.holder)
+    await hangs.sample()
+    now[0] = 11.0
+    [hung] = [v for v in await hangs.sample() if v.job == "01"]
+    assert hung.collective is not None
+    release = asyncio.Event()
+    for upstream in upstreams.values():
+        answer = upstream.request
+
+        async def slow(command: str, arguments: Any = None, _answer: Any = answer,
+                       **more: Any) -> Response:  # fmt: skip
+            await release.wait()
+            return await _answer(command, arguments, **more)
+
+        upstream.request = slow  # type: ignore[method-assign]
+    now[0] = 12.0
+    sampling = asyncio.create_task(hangs.sample())
+    await asyncio.sleep(0.05)  # the sample now waits on the ranks' recorders
+    assert not sampling.done()
+    [shown] = [v for v in hangs.verdicts() if v.job == "01"]
+    assert shown.collective is not None and shown.report == hung.report
+    release.set()
+    await sampling
