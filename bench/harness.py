@@ -100,6 +100,21 @@ def debuggee() -> Iterator[int]:
 
 
 @functools.cache
+def gdb_refusal() -> str | None:
+    """Why raydap will not pause a worker from outside on this machine (gdb missing, or a gdb
+    that breaks the processes it calls into: gdb 13 on CPUs with AMX), by the product's own
+    check (:func:`raydap.bridge.cluster.on_node.gdb_call_refusal`); None where it will."""
+    import shutil
+
+    from raydap.bridge.cluster import on_node
+
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return "gdb is not installed"
+    return on_node.gdb_call_refusal(gdb) or None
+
+
+@functools.cache
 def ptrace_refusal() -> str | None:
     """Why py-spy cannot read another process here (a container without SYS_PTRACE), if so:
     stacks of running workers and outside pause need it."""

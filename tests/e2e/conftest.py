@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,11 +21,10 @@ from typing import Any
 
 import pytest
 
-from bench.harness import ptrace_refusal
+from bench.harness import gdb_refusal, ptrace_refusal
 from raydap.adapter import StreamChannel
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
-from raydap.bridge.cluster import on_node
 from raydap.bridge.server import connection_file
 from tests.conftest import runtime_dir
 from tests.waiting import wait_until
@@ -41,16 +39,6 @@ def require_ptrace() -> None:
     refusal = ptrace_refusal()
     if refusal is not None:
         pytest.skip(f"py-spy and gdb need ptrace, which this machine refuses: {refusal}")
-
-
-def gdb_refusal() -> str | None:
-    """Why raydap will not pause a worker from outside on this machine (gdb missing, or a gdb
-    that breaks the processes it calls into: gdb 13 on CPUs with AMX), by the product's own
-    check; None where it will."""
-    gdb = shutil.which("gdb")
-    if gdb is None:
-        return "gdb is not installed"
-    return on_node.gdb_call_refusal(gdb) or None
 
 
 def require_gdb_calls() -> None:

@@ -24,7 +24,9 @@ def test_benchmark_harness_smoke(tmp_path: Path) -> None:
     assert figures["p4"]["threads_listed"] == 20
     assert "| P3 read-only request" in stdout
     if "skipped" not in figures["p6"]:  # it says why when this machine forbids ptrace
-        assert figures["p6"]["ranks"] == 4 and figures["p6"]["pause"]["n"] == 1
+        assert figures["p6"]["ranks"] == 4
+        pause = figures["p6"]["pause"]  # or why raydap refuses it here (gdb_refusal)
+        assert pause.get("n") == 1 or "gdb cannot call into a process" in pause["skipped"]
     assert figures["p6b"]["ranks"] == 20 and figures["p6b"]["failed"] == 0
     assert figures["p7_scale"]["paused"] == figures["p7_scale"]["workers"] == 20
     assert (
