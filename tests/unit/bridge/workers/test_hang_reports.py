@@ -42,15 +42,20 @@ def test_a_report_holds_the_verdict_the_stacks_and_a_dump_per_rank(tmp_path: Pat
     assert dump["entries"][-1]["process_group"] == ("0", "default_pg")
 
 
-def test_torchs_analyzer_reads_a_report_and_agrees(tmp_path: Path) -> None:
+def analyzed(folder: Path) -> str:
+    """What torch's own Flight Recorder analyzer says of a report (it must read it)."""
     pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
-    folder = write(HangReports(tmp_path))
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace", str(folder)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    said = done.stdout + done.stderr  # it reports through logging
+    return done.stdout + done.stderr  # it reports through logging
+
+
+def test_torchs_analyzer_reads_a_report_and_agrees(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
+    said = analyzed(write(HangReports(tmp_path)))
     assert "Not all ranks joining collective, sequence number: 10" in said
     assert "missing ranks: {2}" in said
 
