@@ -36,6 +36,8 @@ from collections.abc import Callable, MutableMapping
 from types import ModuleType
 from typing import Any
 
+from raydap.live.timeouts import hold_off
+
 #: The bridge's request, and the event a worker sends when its groups change.
 REQUEST = "raydapCollectives"
 EVENT = "raydapProcessGroups"
@@ -50,6 +52,8 @@ MAX_TAIL = 512
 MAX_BYTES = 1024 * 1024
 MAX_GROUPS = 256
 MAX_FRAMES = 24
+#: The longest collective timeout the bridge may set (a week).
+MAX_TIMEOUT = 7 * 86_400
 _C10D = "torch.distributed.distributed_c10d"
 #: torch's recorders, by the backend whose entries each holds: its JSON dump and its pickle
 #: dump (call sites). A torch built without NCCL (the CPU wheel) has only the first.
@@ -229,13 +233,16 @@ def answer(
     each backend's recorder (``recorders``: its last ``tail`` entries; ``frames: true`` adds
     their call sites), with ``status: true`` only how far each backend got (``pg_status`` and
     ``progress``, a few ms), or ``reason`` saying why there is none. ``recorder`` repeats the
-    generic one, for bridges that read only it."""
+    generic one, for bridges that read only it. ``timeout`` (seconds, or null) sets every
+    group's collective timeout first, or gives each its own back (:mod:`.timeouts`)."""
     environ = os.environ if environ is None else environ
     dist = sys.modules.get("torch.distributed")
     body: dict[str, Any] = {
         "identity": identity(dist), "job": job_of(sys.modules.get("ray")), "recorder": None,
         "recorders": None, "reason": None,
     }  # fmt: skip
+    if "timeout" in arguments:
+        body["timeouts"] = hold_off(dist, _timeout(arguments["timeout"]))
     if not arguments.get("recorder") and not arguments.get("status"):
         return body
     tail = _bounded(arguments.get("tail"), 64, MAX_TAIL)
@@ -277,6 +284,19 @@ def read_status(c10d_c: Any, backend: str = "gloo") -> dict[str, Any]:
             "last_done": max(done, default=-1),
         },
     }
+
+
+def _timeout(value: Any) -> float | None:
+    """The ``timeout`` argument: seconds (at most a week), or None for the groups' own."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value <= MAX_TIMEOUT
+    ):
+        raise ValueError(f"timeout is seconds, 0 < timeout <= {MAX_TIMEOUT}, or null: {value!r}")
+    return float(value)
 
 
 def _bounded(value: Any, default: int, most: int) -> int:

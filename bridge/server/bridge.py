@@ -45,6 +45,7 @@ from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers import legacy as legacy_records
+from raydap.bridge.workers.group_timeouts import GroupTimeouts
 from raydap.bridge.workers.hang_reports import HangReports
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
@@ -164,6 +165,17 @@ class Bridge:
             self.holder, self.remote_stacks, self.outside_pause, self.hangs,
             job_status=self.dashboard.job_status,
         )  # fmt: skip
+        #: A rank stopped alone must not get its peers killed (live workers' ranks only).
+        self.group_timeouts = (
+            GroupTimeouts(
+                self.holder,
+                self.workers.follows,
+                self.live.has_breakpoints,
+                seconds=settings.debug_group_timeout,
+            )
+            if self.live is not None and settings.debug_group_timeout > 0
+            else None
+        )
         desk = Desk(self.workers)
         version = importlib.metadata.version("raydap")
         server = make_server(desk, self.audit.record, version, self.metrics.tool_call)
@@ -324,6 +336,10 @@ class Bridge:
         if self.live is not None:
             every = settings.live_poll_interval
             self._tasks.append(asyncio.create_task(self.live.run(every), name="live workers"))
+        if self.group_timeouts is not None:
+            self._tasks.append(
+                asyncio.create_task(self.group_timeouts.run(), name="collective timeouts")
+            )
         if self.cluster.gcs_address:
             legacy = LegacyPdbDiscovery(
                 self.cluster.gcs_address, functools.partial(legacy_records.reconcile, self.registry)
@@ -424,6 +440,8 @@ class Bridge:
         await self.rescuer.close()
         if self.live is not None:
             await self.live.close()
+        if self.group_timeouts is not None and not self.replaced.is_set():
+            await self.group_timeouts.give_back()  # nobody debugs the jobs any more
         await self.holder.close()
         await self.ray_driver.close()
         if self._runner is not None:

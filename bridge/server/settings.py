@@ -98,6 +98,11 @@ class Settings(BaseSettings):
     hang_reports_mb: int = Field(
         200, ge=1, le=1_000_000, description="megabytes of hang reports kept at most"
     )
+    debug_group_timeout: float = Field(
+        3600.0, ge=0, le=7 * 86_400,
+        description="seconds every collective timeout of a debugged job's ranks is raised to, "
+        "so that a rank stopped alone does not get its peers killed (0: leave them alone)",
+    )  # fmt: skip
     runtime_dir: Path = Field(
         default_factory=default_runtime_dir, description="where the connection file goes"
     )

@@ -12,6 +12,7 @@ from raydap.adapter import AttachError, SingleWorker, State, Upstream, Worker, W
 from raydap.adapter.errors import Kind
 from raydap.bridge.cluster.dashboard import DashboardError
 from raydap.bridge.workers.filters import BadFilter, WorkerFilter, parse_filter
+from raydap.bridge.workers.group_timeouts import Follows
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Resync, Subscription
@@ -37,10 +38,14 @@ class FollowFeed:
         where: WorkerFilter,
         job_status: JobStatus | None = None,
         every: float = 1.0,
+        follows: Follows | None = None,
     ) -> None:
-        """With ``job_status`` (the dashboard's), following one job ends when the job does."""
+        """With ``job_status`` (the dashboard's), following one job ends when the job does;
+        ``follows`` is told of the filter for as long as the session follows it."""
         self.holder = holder
         self.where = where
+        self._follows = follows
+        self._unfollow: Callable[[], None] = lambda: None
         self._job_status = job_status
         self._every = every
         self._joined: set[str] = set()
@@ -50,6 +55,8 @@ class FollowFeed:
 
     def start(self, join: Callable[[Worker], None], end: Callable[[str], None]) -> None:
         self._join = join
+        if self._follows is not None:
+            self._unfollow = self._follows.add(self.where)
         self._changes = self.holder.registry.subscribe()
         self._tasks.append(asyncio.create_task(self._watch(self._changes)))
         if self.where.job is not None and self._job_status is not None:
@@ -58,6 +65,7 @@ class FollowFeed:
             self._offer(record)
 
     def stop(self) -> None:
+        self._unfollow()
         if self._changes is not None:
             self.holder.registry.unsubscribe(self._changes)
         for task in self._tasks:
@@ -146,7 +154,10 @@ def follow_filter(arguments: dict[str, Any]) -> WorkerFilter:
 
 
 async def resolve(
-    holder: Holder, arguments: dict[str, Any], job_status: JobStatus | None = None
+    holder: Holder,
+    arguments: dict[str, Any],
+    job_status: JobStatus | None = None,
+    follows: Follows | None = None,
 ) -> WorkerFeed:
     """``breakpoint`` attaches to one worker; ``follow`` (or neither) follows many."""
     wanted = arguments.get("breakpoint")
@@ -160,4 +171,4 @@ async def resolve(
         if record is None:
             raise AttachError(f"worker {record_id} has just left")
         return SingleWorker(worker_of(record, upstream))
-    return FollowFeed(holder, follow_filter(arguments), job_status)
+    return FollowFeed(holder, follow_filter(arguments), job_status, follows=follows)

@@ -158,6 +158,14 @@ class LiveWorkers:
         if record.worker_id:
             self._spawn(self._forget(record.worker_id))
 
+    def has_breakpoints(self) -> bool:
+        """Whether source or function breakpoints are set (exception filters do not count:
+        every editor sets them when it attaches)."""
+        return any(
+            command in ("setBreakpoints", "setFunctionBreakpoints")
+            for command, _ in self.configuration
+        )
+
     def keep(self, command: str, arguments: dict[str, Any]) -> None:
         key = configuration_key(command, arguments)
         if clears(command, arguments):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from raydap.adapter import State, Upstream, WorkerFeed, in_worker
@@ -23,6 +23,7 @@ from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.workers import follow, group, stacks
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.follow import JobStatus
+from raydap.bridge.workers.group_timeouts import Follows
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.hangs import Verdict
 from raydap.bridge.workers.holder import Holder
@@ -56,13 +57,15 @@ class Workers:
     hang_watch: HangWatch | None = None
     #: Whether a job still runs (a follow session ends with its job).
     job_status: JobStatus | None = None
+    #: The filters of the follow sessions open now (their jobs are debugged).
+    follows: Follows = field(default_factory=Follows)
 
     # -- a DAP session's workers ---------------------------------------------------------------
 
     async def attach(self, arguments: dict[str, Any]) -> WorkerFeed:
         """The workers a DAP ``attach`` names: one (``breakpoint``), or those a filter follows.
         The session then talks DAP to them through the adapter's mux (its own ids)."""
-        return await follow.resolve(self.holder, arguments, self.job_status)
+        return await follow.resolve(self.holder, arguments, self.job_status, self.follows)
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -11,6 +11,8 @@ torch's own analyzer reads, and a job that progresses, never called hung."""
 
 from __future__ import annotations
 
+import ast
+import asyncio
 import json
 import os
 import subprocess
@@ -29,6 +31,7 @@ import pytest
 from raydap.bridge.client.local_ray import LocalRay
 from tests.conftest import Connect
 from tests.e2e.conftest import (
+    JOBS,
     BridgeProcess,
     Job,
     break_line,
@@ -454,3 +457,92 @@ def test_a_progressing_job_is_never_called_hung(
         time.sleep(0.5)
     assert states == {"progressing"}
     assert still  # the stacks alone would have called it hung
+
+
+STOP_TIMEOUT = 8  # the job's own collective timeout (tests/e2e/jobs/stopped_rank.py)
+STOPPED_FOR = 3 * STOP_TIMEOUT
+
+
+async def test_a_rank_stopped_past_its_groups_timeout_does_not_end_its_peer(
+    watching_bridge: BridgeProcess, hang_head: LocalRay, dap_connect: Connect, tmp_path: Path
+) -> None:
+    """Two gloo ranks with an 8 s collective timeout; rank 0 stops for 24 s, by a conditional
+    editor breakpoint and by its own ``breakpoint()``, each in a session following the job:
+    the bridge raised the timeouts of both ranks when the session began, so rank 1 waits out
+    the stop and the job finishes right. Once the session ends they get 8 s back. Then the
+    plain ``breakpoint()`` nobody expected, as docs/hangs.md says: rank 1 already waits with
+    its 8 s and fails, though the bridge raised its timeout as soon as it held the stop."""
+    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
+    bridge, script = watching_bridge, str(JOBS / "stopped_rank.py")
+    state = tmp_path / "debugged"
+    state.mkdir()
+    job = start_job(hang_head.address, "stopped_rank.py", env={"STATE_DIR": str(state)})
+
+    def timeouts(folder: Path = state) -> list[float]:
+        try:
+            return [float((folder / f"timeout-{r}").read_text()) for r in (0, 1)]
+        except (FileNotFoundError, ValueError):
+            return []
+
+    def rank_states() -> dict[int, str]:
+        workers = bridge.get("/api/v1/workers")["workers"]
+        return {w["rank"]: w["state"] for w in workers if w["job_id"] == job.job_id}
+
+    async def hold_rank0(client: Any) -> None:
+        """Rank 0 stops, alone, for STOPPED_FOR seconds while rank 1 waits."""
+        await client.wait_event("stopped", timeout=60)
+        until(lambda: rank_states() == {0: "paused", 1: "running"}, 30, "rank 0 stopped", bridge)
+        await asyncio.sleep(STOPPED_FOR)
+        assert rank_states() == {0: "paused", 1: "running"}  # rank 1 still waits, alive
+
+    try:
+        until(lambda: timeouts() == [STOP_TIMEOUT] * 2, 120, "both ranks training", bridge)
+        until(lambda: set(rank_states()) == {0, 1}, 60, "both ranks held, live", bridge)
+
+        # A conditional editor breakpoint, rank 0 only
+        client = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await client.attach(follow={"job": job.job_id}, token=bridge.token)
+        until(lambda: timeouts() == [3600] * 2, 15, "timeouts raised by the session", bridge)
+        for _ in range(2):
+            await client.wait_event("thread", where=lambda e: e.body["reason"] == "started")
+        line = break_line("stopped_rank.py", "step")
+        rank0_only = [{"line": line, "condition": "self.rank == 0"}]
+        answer = await client.request(
+            "setBreakpoints", {"source": {"path": script}, "breakpoints": rank0_only}
+        )
+        assert answer.body["breakpoints"][0]["verified"] is True
+        await hold_rank0(client)
+        await client.request("setBreakpoints", {"source": {"path": script}, "breakpoints": []})
+        bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
+        await client.close()
+        until(lambda: timeouts() == [STOP_TIMEOUT] * 2, 30, "their own timeouts back", bridge)
+
+        # Rank 0's own breakpoint(), with a session following the job
+        client = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await client.attach(follow={"job": job.job_id}, token=bridge.token)
+        until(lambda: timeouts() == [3600] * 2, 15, "timeouts raised again", bridge)
+        (state / "phase").write_text("break")
+        await hold_rank0(client)
+        (state / "phase").write_text("end")
+        bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
+        results = ast.literal_eval(job.result(timeout=60))
+        await client.close()
+    finally:
+        stop_job(job)
+    steps = {r["steps"] for r in results}
+    assert len(steps) == 1 and {r["total"] for r in results} == {3.0 * steps.pop()}
+    assert [r["longest"] > STOPPED_FOR for r in results] == [False, True]  # rank 1 waited
+
+    # The plain breakpoint(): nobody attached before rank 0 stopped
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    job = start_job(hang_head.address, "stopped_rank.py",
+                    env={"STATE_DIR": str(plain), "PLAN": "plain"})  # fmt: skip
+    try:
+        rank1 = ast.literal_eval(job.result(timeout=90))
+    finally:
+        stop_job(job)
+    assert "failed_after" in rank1, rank1
+    assert STOP_TIMEOUT - 1 < rank1["failed_after"] < STOP_TIMEOUT + 5, rank1
+    assert "timed out" in rank1["error"].lower() or "timeout" in rank1["error"].lower(), rank1
+    assert rank1["timeout_then"] == 3600  # raised once the stop was held: too late for it

@@ -1,0 +1,187 @@
+"""A rank stopped alone must not get its peers killed: collective timeouts held off while a
+person debugs the job.
+
+A job is debugged while a DAP session follows it, while source or function breakpoints are
+set on live workers (they apply to every live worker), or while one of its workers is stopped
+and held; and for ``linger`` seconds after, so that continuing and stopping again does not
+give the peers their short timeout back in between. Every rank of a debugged job (a live
+worker that made process groups) gets ``seconds`` for every group; the others get their own
+back (:mod:`raydap.live.timeouts`, through the ``raydapCollectives`` request).
+
+A timeout counts from when a collective is issued, so only a raise that reaches the peers
+before they issue their next collective protects them: a follow session or a breakpoint set
+before the stop does; a plain ``breakpoint()`` nobody expected is held and raises the peers'
+timeouts at once, but a collective they already wait in keeps its own (docs/hangs.md).
+
+:func:`wanted` is the decision, without sockets; :class:`GroupTimeouts` sends what changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from raydap.adapter import UpstreamError
+from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.recorder import Identity
+from raydap.bridge.workers.records import BreakpointRecord, RecordState
+from raydap.live.collectives import REQUEST
+
+log = logging.getLogger(__name__)
+
+#: How long one rank may take to answer.
+ASK_TIMEOUT = 5.0
+
+
+def debugged_jobs(
+    records: Sequence[BreakpointRecord], follows: Collection[WorkerFilter]
+) -> set[str]:
+    """Jobs a follow session matches a worker of, or with a worker stopped and held."""
+    return {
+        r.job_id
+        for r in records
+        if r.job_id and (r.state == RecordState.PAUSED or any(f.matches(r) for f in follows))
+    }
+
+
+def wanted(
+    records: Sequence[BreakpointRecord],
+    ranks: Collection[str],
+    debugged: Collection[str],
+    breakpoints: bool,
+    seconds: float,
+) -> dict[str, float | None]:
+    """Each rank's (``ranks``: live workers that made groups) timeout: ``seconds`` while its
+    job is debugged or breakpoints are set, None (its groups' own) otherwise."""
+    return {
+        r.id: seconds if breakpoints or r.job_id in debugged else None
+        for r in records
+        if r.id in ranks and r.live and r.parent is None
+    }
+
+
+class Follows:
+    """The filters of the follow sessions open now (each session adds its own, then takes
+    it away when it ends)."""
+
+    def __init__(self) -> None:
+        self._open: dict[int, WorkerFilter] = {}
+        self._keys = itertools.count()
+
+    def add(self, where: WorkerFilter) -> Callable[[], None]:
+        key = next(self._keys)
+        self._open[key] = where
+
+        def remove() -> None:
+            self._open.pop(key, None)
+
+        return remove
+
+    def filters(self) -> list[WorkerFilter]:
+        return list(self._open.values())
+
+
+class GroupTimeouts:
+    """Raises the collective timeouts of every rank of a debugged job, and gives them back."""
+
+    def __init__(
+        self,
+        holder: Holder,
+        follows: Follows,
+        breakpoints: Callable[[], bool],
+        *,
+        seconds: float,
+        linger: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``breakpoints``: whether source or function breakpoints are set on live workers."""
+        self.holder = holder
+        self.follows = follows
+        self.breakpoints = breakpoints
+        self.seconds = seconds
+        self.linger = linger
+        self._clock = clock
+        #: When each job was last debugged.
+        self._debugged_at: dict[str, float] = {}
+        #: What each rank was given, for which of its identities (a new group: again).
+        self._given: dict[str, tuple[float | None, Identity]] = {}
+        self._breakpoints_at = float("-inf")
+
+    def plan(self) -> dict[str, tuple[float | None, Identity]]:
+        """What each rank is to be given that it has not been (sans-I/O: reads state only)."""
+        now = self._clock()
+        records = self.holder.registry.records()
+        for job in debugged_jobs(records, self.follows.filters()):
+            self._debugged_at[job] = now
+        if self.breakpoints():
+            self._breakpoints_at = now
+        recent = {j for j, at in self._debugged_at.items() if now - at < self.linger}
+        self._debugged_at = {j: self._debugged_at[j] for j in recent}
+        identities = self.holder.process_groups.identified()
+        goal = wanted(
+            records, identities, recent, now - self._breakpoints_at < self.linger, self.seconds
+        )
+        self._given = {rid: given for rid, given in self._given.items() if rid in goal}
+        return {
+            rid: (seconds, identities[rid])
+            for rid, seconds in goal.items()
+            if self._given.get(rid, (None, identities[rid])) != (seconds, identities[rid])
+        }
+
+    async def apply(self) -> None:
+        """Send each rank what :meth:`plan` says (one request each, side by side)."""
+        plan = self.plan()
+        if plan:
+            await asyncio.gather(*(self._give(rid, *given) for rid, given in plan.items()))
+
+    async def _give(self, rid: str, seconds: float | None, identity: Identity) -> None:
+        upstream = self.holder.upstreams.get(rid)
+        if upstream is None:
+            return
+        try:
+            response = await upstream.request(REQUEST, {"timeout": seconds}, timeout=ASK_TIMEOUT)
+        except UpstreamError as exc:
+            log.info("%s: could not set its collective timeouts: %s", rid, exc)
+            return
+        if not response.success:
+            log.info("%s refused its collective timeouts: %s", rid, response.message)
+            return
+        self._given[rid] = (seconds, identity)
+        said: dict[str, Any] = (response.body or {}).get("timeouts") or {}
+        own = ", ".join(f"{s:g} s" for s in said.get("own") or []) or "none"
+        log.info(
+            "%s: collective timeouts of %s backends %s (their own: %s)", rid,
+            said.get("backends", "?"),
+            f"raised to {seconds:g} s while it is debugged" if seconds else "given back",
+            own,
+        )  # fmt: skip
+
+    async def give_back(self, within: float = ASK_TIMEOUT) -> None:
+        """Every rank raised gets its groups' own timeouts back (the bridge stops for good)."""
+        raised = [(rid, identity) for rid, (s, identity) in self._given.items() if s is not None]
+        if raised:
+            await asyncio.wait_for(
+                asyncio.gather(*(self._give(rid, None, identity) for rid, identity in raised)),
+                within,
+            )
+
+    async def run(self, every: float = 0.25) -> None:
+        """Apply every ``every`` seconds and at once when a worker changes (a stop, a rank
+        that made its groups), for as long as the bridge runs."""
+        changes = self.holder.registry.subscribe()
+        try:
+            while True:
+                try:
+                    await self.apply()
+                except Exception:  # never let one rank's answer end the watch
+                    log.exception("holding off collective timeouts")
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(changes.get(), every)
+        finally:
+            self.holder.registry.unsubscribe(changes)

@@ -1,0 +1,118 @@
+"""When the bridge raises a debugged job's collective timeouts and gives them back, with
+recording upstreams standing in for the ranks (real gloo ranks: tests/unit/live/test_timeouts.py;
+a real Ray job whose rank stops for longer than its timeout: tests/e2e/test_hangs.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.group_timeouts import Follows, GroupTimeouts, debugged_jobs, wanted
+from raydap.bridge.workers.holder import Holder, record_id
+from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.registry import Registry
+from raydap.live.collectives import REQUEST
+from raydap.protocol import Response
+from tests.unit.bridge.workers.test_desync import RECORDINGS
+
+
+class Rank:
+    """A live rank's debug connection: records what it was asked, answers as a rank does."""
+
+    def __init__(self) -> None:
+        self.given: list[float | None] = []
+
+    async def request(self, command: str, arguments: dict[str, Any], timeout: float) -> Response:
+        assert command == REQUEST
+        self.given.append(arguments["timeout"])
+        body = {"timeouts": {"seconds": arguments["timeout"], "backends": 1, "own": [20.0]}}
+        return Response(request_seq=1, success=True, command=command, body=body)
+
+
+def record(job: str, rank: int, state: str = "running", **more: Any) -> BreakpointRecord:
+    return BreakpointRecord(id=record_id(f"{job}w{rank}" + "0" * 10), node_ip="10.0.0.1",
+                            paused_since=0, live=True, state=state, job_id=job, **more)  # fmt: skip
+
+
+def two_jobs() -> tuple[Holder, dict[str, Rank], list[float], Follows, list[bool]]:
+    """Jobs 01 and 02, two live ranks each that made their groups."""
+    holder = Holder(Registry())
+    identity = json.loads((RECORDINGS / "gloo_straggler.json").read_text())["ranks"][0]["identity"]
+    ranks = {}
+    for job in ("01", "02"):
+        for rank in (0, 1):
+            made = record(job, rank)
+            holder.registry.put(made)
+            ranks[made.id] = holder.upstreams[made.id] = Rank()  # type: ignore[assignment]
+            holder.process_groups._told(made.id, {"identity": identity})
+    return holder, ranks, [0.0], Follows(), [False]
+
+
+def timeouts(
+    holder: Holder, now: list[float], follows: Follows, marks: list[bool]
+) -> GroupTimeouts:
+    return GroupTimeouts(holder, follows, lambda: marks[0], seconds=3600, linger=30,
+                         clock=lambda: now[0])  # fmt: skip
+
+
+async def test_a_followed_jobs_ranks_are_raised_and_given_back_once_it_is_left() -> None:
+    holder, ranks, now, follows, marks = two_jobs()
+    watch = timeouts(holder, now, follows, marks)
+    await watch.apply()
+    assert all(rank.given == [] for rank in ranks.values())  # nobody debugs: nothing sent
+    unfollow = follows.add(WorkerFilter(job="01"))
+    await watch.apply()
+    await watch.apply()  # once each
+    assert {rid[:8]: r.given for rid, r in ranks.items()} == {
+        record("01", 0).id[:8]: [3600], record("01", 1).id[:8]: [3600],
+        record("02", 0).id[:8]: [], record("02", 1).id[:8]: [],
+    }  # fmt: skip
+    unfollow()
+    now[0] = 29.0
+    await watch.apply()
+    assert ranks[record("01", 0).id].given == [3600]  # lingers: a stop may come back
+    now[0] = 31.0
+    await watch.apply()
+    assert ranks[record("01", 0).id].given == [3600, None]
+    assert ranks[record("02", 0).id].given == []
+
+
+async def test_a_stop_raises_its_peers_and_breakpoints_raise_every_job() -> None:
+    holder, ranks, now, follows, marks = two_jobs()
+    watch = timeouts(holder, now, follows, marks)
+    holder.registry.put(record("02", 1, state="paused"))
+    await watch.apply()
+    assert ranks[record("02", 0).id].given == [3600]  # the peer of the stopped rank
+    assert ranks[record("01", 0).id].given == []
+    marks[0] = True
+    await watch.apply()
+    assert all(rank.given == [3600] for rank in ranks.values())
+    await watch.give_back()  # the bridge stops for good
+    assert all(rank.given == [3600, None] for rank in ranks.values())
+
+
+async def test_a_rank_that_makes_another_group_is_raised_again() -> None:
+    holder, ranks, now, follows, marks = two_jobs()
+    watch = timeouts(holder, now, follows, marks)
+    follows.add(WorkerFilter())
+    await watch.apply()
+    rid = record("01", 0).id
+    body = json.loads((RECORDINGS / "gloo_straggler.json").read_text())["ranks"][0]["identity"]
+    body["groups"].append({"name": "9", "desc": "pair", "spans": [[0, 2, 1]]})
+    holder.process_groups._told(rid, {"identity": body})
+    await watch.apply()
+    assert ranks[rid].given == [3600, 3600]
+
+
+def test_which_jobs_are_debugged_and_what_each_rank_gets() -> None:
+    records = [record("01", 0), record("01", 1, state="paused"), record("02", 0),
+               record("03", 0, task_name="Trainer.train"), record("04", 0, parent="x")]  # fmt: skip
+    assert debugged_jobs(records, []) == {"01"}
+    assert debugged_jobs(records, [WorkerFilter(task="Trainer.*")]) == {"01", "03"}
+    assert debugged_jobs(records, [WorkerFilter()]) == {"01", "02", "03", "04"}
+    ranks = {r.id for r in records} - {record("02", 0).id}  # 02 made no group
+    goal = wanted(records, ranks, {"01"}, False, 60)
+    assert goal == {record("01", 0).id: 60, record("01", 1).id: 60,
+                    record("03", 0).id: None}  # a child is no rank of its own  # fmt: skip
+    assert set(wanted(records, ranks, set(), True, 60).values()) == {60}
