@@ -15,8 +15,9 @@ C2  a live Ray job of four gloo ranks training in small steps, under a bridge wh
 C3  four real gloo ranks blocked in all_reduce (rank 3 never comes): how long the bridge takes
     to read every rank's recorder (its ``raydap_collective_read_seconds`` metric), then the
     blamed rank's call sites (torch symbolizes stacks the first time: seconds, once).
-C4  the collective verdict over 1,000 and 10,000 simulated ranks' dumps: each the tail the
-    bridge reads (64 entries), checked as the bridge checks a worker's answer, then matched.
+C4  the collective verdict over 1,000 and 10,000 simulated NCCL ranks' answers (an empty generic
+    recorder beside NCCL's, as a GPU rank sends them): each NCCL dump the tail the
+    bridge reads (32 entries), checked as the bridge checks a worker's answer, then matched.
 C5  from a rank stuck to the collective verdict, with ``--hang-after 20``.
 """
 
@@ -261,9 +262,13 @@ def _dump(rank: int, world: int, last: int) -> dict[str, Any]:
         "identity": {"rank": rank, "world_size": world, "backend": "nccl", "world": "head:29500",
                      "groups": groups},
         "job": "02000000",
-        "recorder": {"version": "2.10", "entries": entries,
+        "recorder": {"version": "2.10", "pg_status": {}, "entries": []},  # the generic: empty
+        "recorders": {
+            "gloo": {"version": "2.10", "pg_status": {}, "entries": []},
+            "nccl": {"version": "2.10", "entries": entries,
                      "pg_status": {"0": {"last_enqueued_collective": mine,
                                          "last_completed_collective": mine - 1}}},
+        },
     }  # fmt: skip
 
 
@@ -276,8 +281,9 @@ def c4_simulated(ranks: int, rounds: int) -> dict[str, Any]:
         dumps = []
         for index, body in enumerate(bodies):
             reply = read_reply(body, sizes[index % len(sizes)])
-            assert isinstance(reply, Reply) and reply.identity and reply.recorder
-            dumps.append(RankDump(str(index), reply.identity, reply.recorder))
+            assert isinstance(reply, Reply) and reply.identity
+            for backend, recorder in reply.by_backend().items():
+                dumps.append(RankDump(str(index), reply.identity, recorder, backend))
         parsed = time.perf_counter()
         [verdict] = judge(dumps)
         assert verdict.missing == [ranks - 1]

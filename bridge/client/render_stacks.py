@@ -145,6 +145,19 @@ def _verdict_lines(job: dict[str, Any]) -> list[str]:
             f"  straggler: {who}{role} {straggler['worker']} in {straggler['function']} "
             f"{where}{why}"
         )
+    for wait in job.get("waits", []):
+        who = f"rank {wait['rank']}" if wait.get("rank") is not None else wait["worker"]
+        called = (
+            f" called at {_short_path(wait['called_path'], 60)}:{wait['called_line']}"
+            if wait.get("called_path")
+            else ""
+        )
+        blocked_in = f" in {wait['blocked_in']}" if wait.get("blocked_in") else ""
+        lines.append(
+            f"  waits: {who} for {wait['op']} #{wait['seq']} ({wait['backend']}){called}, "
+            f"blocked{blocked_in} at {_short_path(wait['blocked_path'], 60)}:"
+            f"{wait['blocked_line']}"
+        )
     for unread in job.get("unread", []):
         who = f"rank {unread['rank']}" if unread.get("rank") is not None else unread["worker"]
         lines.append(f"  recorder not read: {who}: {unread['reason']}")

@@ -145,8 +145,10 @@ TOOLS = (
          "torch.distributed jobs `collective`: the group, the collective sequence number `seq` "
          "at which the ranks' Flight Recorders disagree, its op, the ranks `waiting` there, the "
          "ranks `missing` (never came) and `mismatch` (called another op, or other sizes or "
-         "dtypes, with the call site); `unread` ranks whose recorder could not be read; "
-         "`report`, a directory on the bridge's machine kept after the job.", reads=True),
+         "dtypes, with the call site); `waits`: ranks that issued a collective (NCCL returns "
+         "at once) and block later, each with the op, `seq`, where it was called and where the "
+         "rank blocks (`.item()`, `synchronize`); `unread` ranks whose recorder could not be "
+         "read; `report`, a directory on the bridge's machine kept after the job.", reads=True),
     Tool("evaluate", Evaluate, "Evaluate a Python expression in every matching paused worker "
          "(or one `worker`), in frame `frame`, side by side; `differs` marks a value unlike the "
          f"most common one. Runs code in the workers. {_FILTER_WORDS}", reads=False),

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 from raydap.bridge.workers.recorder import Entry, GroupInfo, Identity, RecordedFrame, Recorder
 
 #: Frames of torch itself (the collective's own, its wrappers): skipped to find the call site.
-_TORCH = re.compile(r"(^|/)(site|dist)-packages/torch/|(^|/)torch/(distributed|nn/parallel)/")
+_TORCH = re.compile(r"(^|/)(site|dist)-packages/torch/|(^|/)torch/(distributed|nn/parallel|cuda)/")
 _PLUMBING = re.compile(r"^<|(^|/)lib/python3\.\d+/(?!site-packages/|dist-packages/)")
 
 
@@ -115,6 +115,11 @@ class Collective(BaseModel):
 
     def worker_of(self, rank: int) -> str | None:
         return next((m.worker for m in self.members if m.rank == rank), None)
+
+
+def is_torch(path: str) -> bool:
+    """torch's own file (its collectives, their wrappers, CUDA's Python side)."""
+    return bool(_TORCH.search(path))
 
 
 def call_site(frames: Sequence[RecordedFrame]) -> RecordedFrame | None:

@@ -19,11 +19,12 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from raydap.bridge.cluster.pyspy import main_thread
 from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
+from raydap.bridge.workers.async_waits import async_waits, said
 from raydap.bridge.workers.collective_reader import CollectiveReader, Finding
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.frames import fold
@@ -225,7 +226,7 @@ class HangWatch:
             finding = await self.collectives.find(job, self._whereabouts)
             reads = found.reads + 1 if found is not None and found.stragglers == stragglers else 1
             found = self._found[job] = _Found(finding, stragglers, reads)
-        return merged(verdict, found.finding)
+        return merged(verdict, found.finding, self._last)
 
     def _whereabouts(self, worker: str) -> tuple[str, str, int] | None:
         sample = self._last.get(worker)
@@ -285,18 +286,24 @@ class HangWatch:
             queue.put_nowait(verdict)
 
 
-def merged(verdict: Verdict, finding: Finding | None) -> Verdict:
+def merged(
+    verdict: Verdict, finding: Finding | None, samples: Mapping[str, RankSample] | None = None
+) -> Verdict:
     """A stack verdict with its collective finding: the ranks at fault first among the
-    stragglers, and the collective said first in the summary."""
+    stragglers, the collective said first in the summary, and last the ranks that wait for
+    a collective they issued, blocked elsewhere (by ``samples``, each worker's latest)."""
     if finding is None:
         return verdict
+    waits = async_waits(finding.dumps, samples or {})
     blamed = {s.worker for s in finding.stragglers}
     stragglers = [*finding.stragglers, *(s for s in verdict.stragglers if s.worker not in blamed)]
     summary = verdict.summary
     if finding.collective is not None:
-        said = summary.removeprefix("no progress: ")
-        summary = f"no progress: {finding.collective.summary}; {said}"
+        stacks_said = summary.removeprefix("no progress: ")
+        summary = f"no progress: {finding.collective.summary}; {stacks_said}"
+    if waits:
+        summary = f"{summary}; {said(waits)}"
     return verdict.model_copy(update={
         "collective": finding.collective, "unread": finding.unread,
-        "stragglers": stragglers, "summary": summary,
+        "stragglers": stragglers, "summary": summary, "waits": waits,
     })  # fmt: skip

@@ -65,6 +65,27 @@ class Straggler(BaseModel):
     why: str | None = None
 
 
+class RankWait(BaseModel):
+    """A rank that issued a collective, waits for it to complete, and blocks elsewhere."""
+
+    worker: str
+    rank: int | None
+    backend: str
+    group: str
+    seq: int
+    op: str
+    #: Where the rank called it, where its recorder kept the call site.
+    called_path: str | None = None
+    called_line: int | None = None
+    #: Where its stack stands: its innermost own frame.
+    blocked_function: str
+    blocked_path: str
+    blocked_line: int
+    #: The wait it blocks in where its stack names one (``synchronize``); None: native code
+    #: under its own line (``.item()``).
+    blocked_in: str | None = None
+
+
 class Unread(BaseModel):
     """A rank whose Flight Recorder could not be read, and why (the rest of the verdict
     stands without it)."""
@@ -88,6 +109,8 @@ class Verdict(BaseModel):
     collective: Collective | None = None
     #: Ranks whose recorder could not be read.
     unread: list[Unread] = []
+    #: Ranks waiting for a collective they issued, blocked elsewhere (:mod:`.async_waits`).
+    waits: list[RankWait] = []
     #: The directory this verdict was written to (:mod:`.hang_reports`).
     report: str | None = None
 

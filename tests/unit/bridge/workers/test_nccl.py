@@ -221,3 +221,53 @@ def test_ranks_idle_in_rays_task_loop_are_no_hang() -> None:
     judge_ = HangJudge(hang_after=60)
     judge_.observe("j", idle, 0.0, collective=True)
     assert judge_.observe("j", idle, 120.0, collective=True).state == "progressing"
+
+
+def test_ranks_waiting_after_an_asynchronous_collective_are_said_with_both_places() -> None:
+    """NCCL's all_reduce returns at once: ranks 0, 1 and 3 issued #9 at line 244 and block in
+    ``.item()`` at line 253, native code under their own line (the H100 run's script)."""
+    from raydap.bridge.workers.async_waits import async_waits, said
+
+    dumps = dumps_of(replies("skip"))
+    item = Frame(function="rank_main", path="/srv/train/nccl_check.py", line=253)
+    samples = {f"w{r}": RankSample(f"w{r}", r, None, (item,)) for r in range(4)}
+    waits = async_waits(dumps, samples)
+    assert [(w.rank, w.backend, w.op, w.seq) for w in waits] == [
+        (0, "nccl", "all_reduce", 9), (1, "nccl", "all_reduce", 9), (3, "nccl", "all_reduce", 9),
+    ]  # fmt: skip
+    assert (waits[0].called_path, waits[0].called_line) == ("/srv/train/nccl_check.py", 244)
+    assert (waits[0].blocked_line, waits[0].blocked_in) == (253, None)
+    assert said(waits) == (
+        "ranks 0, 1, 3 wait for all_reduce #9 (called at train/nccl_check.py:244), "
+        "blocked at train/nccl_check.py:253"
+    )
+
+
+def test_a_rank_in_the_collectives_own_call_or_in_synchronize_is_said_as_it_is() -> None:
+    from raydap.bridge.workers.async_waits import async_waits, said
+
+    dumps = dumps_of(replies("straggler"))
+    sync = Frame(function="synchronize", path="/venv/site-packages/torch/cuda/__init__.py",
+                 line=1040)  # fmt: skip
+    own = Frame(function="rank_main", path="/srv/train/nccl_check.py", line=249)
+    inside = Frame(function="all_reduce", path="/venv/site-packages/torch/distributed/"
+                   "distributed_c10d.py", line=3068)  # fmt: skip
+    samples = {f"w{r}": RankSample(f"w{r}", r, None, (sync, own)) for r in range(3)}
+    samples["w0"] = RankSample("w0", 0, None, (inside, own))  # blocking: the verdict says it
+    waits = async_waits(dumps, samples)
+    assert [w.rank for w in waits] == [1, 2]
+    assert said(waits).startswith("ranks 1, 2 wait for all_reduce #")
+    assert said(waits).endswith("blocked in synchronize at train/nccl_check.py:249")
+
+
+def test_an_op_marked_completed_but_not_retired_is_not_waited_for() -> None:
+    """NCCL's quirk in the mismatch: rank 1's #7 reads ``completed`` while not retired, and
+    its group's ``last_completed_collective`` lags (-1 right after three completed)."""
+    from raydap.bridge.workers.async_waits import pending
+
+    [rank1] = [d for d in dumps_of(replies("mismatch")) if d.identity.rank == 1
+               and d.backend == "nccl"]  # fmt: skip
+    seven = next(e for e in rank1.recorder.entries if e.seq == 7)
+    assert (seven.state, seven.retired) == ("completed", False)
+    waited = pending(rank1)
+    assert waited is None or waited.seq != 7
