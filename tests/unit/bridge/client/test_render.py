@@ -19,3 +19,22 @@ def test_a_childs_task_is_marked_as_one() -> None:
     )
     assert "└ SpawnProcess-1 f" in lines.splitlines()[2]
     assert " Pool.run" in lines.splitlines()[1]
+
+
+def test_raydap_hangs_prints_each_rank_that_waits_for_a_collective_it_issued() -> None:
+    from raydap.bridge.client.render_stacks import hang_report
+    from raydap.bridge.cluster.pyspy import Frame
+    from raydap.bridge.workers.async_waits import async_waits
+    from raydap.bridge.workers.hangs import RankSample
+    from tests.unit.bridge.workers.test_nccl import dumps_of, replies
+
+    item = Frame(function="rank_main", path="/srv/train/nccl_check.py", line=253)
+    samples = {f"w{r}": RankSample(f"w{r}", r, None, (item,)) for r in range(4)}
+    waits = [w.model_dump(mode="json") for w in async_waits(dumps_of(replies("skip")), samples)]
+    verdict = {"job": "02000000", "state": "suspected_hang", "since": 0.0, "groups": [],
+               "stragglers": [], "summary": "no progress", "waits": waits}  # fmt: skip
+    printed = hang_report({"jobs": [verdict], "hang_after": 60}, now=100.0)
+    assert (
+        "  waits: rank 3 for all_reduce #9 (nccl) called at /srv/train/nccl_check.py:244, "
+        "blocked at /srv/train/nccl_check.py:253"
+    ) in printed.splitlines(), printed
