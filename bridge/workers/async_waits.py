@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 from itertools import groupby
 
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.desync import RankDump, call_site, is_torch, ranks_text, short_path
+from raydap.bridge.workers.desync import (
+    Collective,
+    RankDump,
+    call_site,
+    is_torch,
+    ranks_text,
+    short_path,
+)
 from raydap.bridge.workers.frames import collective_of, is_plumbing, wait_of
 from raydap.bridge.workers.hangs import RankSample, RankWait, own_frame
 from raydap.bridge.workers.recorder import Entry
@@ -38,9 +45,28 @@ def pending(dump: RankDump) -> Entry | None:
     return None
 
 
+def waits_at(dump: RankDump, collective: Collective) -> bool:
+    """Whether the oldest op this rank waits for is the one a verdict speaks of."""
+    entry = pending(dump)
+    return entry is not None and (dump.backend, entry.group, entry.seq, entry.is_p2p) == (
+        collective.backend,
+        collective.group,
+        collective.seq,
+        collective.p2p,
+    )
+
+
 def async_waits(dumps: Sequence[RankDump], samples: Mapping[str, RankSample]) -> list[RankWait]:
     """Every rank (by its worker's latest stack sample) that waits for an op it issued
     while its stack stands outside the op's call; each backend of a rank apart."""
+    # Where each op was called, from any rank whose call sites were read: ranks that called
+    # one op at one number called it from one place, nearly always.
+    sites = {
+        (d.backend, e.group, e.is_p2p, e.seq): site
+        for d in dumps
+        for e in d.recorder.entries
+        if e.frames and (site := call_site(e.frames)) is not None
+    }
     found = []
     for dump in dumps:
         entry = pending(dump)
@@ -50,7 +76,9 @@ def async_waits(dumps: Sequence[RankDump], samples: Mapping[str, RankSample]) ->
         frame = job_frame(sample.frames)
         if frame is None:
             continue
-        site = call_site(entry.frames)
+        site = call_site(entry.frames) or sites.get(
+            (dump.backend, entry.group, entry.is_p2p, entry.seq)
+        )
         wait = wait_of(sample.frames)
         found.append(RankWait(
             worker=dump.worker, rank=dump.identity.rank, backend=dump.backend,

@@ -11,10 +11,12 @@ seconds (:mod:`raydap.live.collectives`).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from raydap.bridge.workers.async_waits import waits_at
 from raydap.bridge.workers.desync import Collective, RankDump, call_site, judge, positions
 from raydap.bridge.workers.hangs import Straggler, Unread
 from raydap.bridge.workers.holder import Holder
@@ -98,9 +100,13 @@ class CollectiveReader:
         unread += _never_reported(ranks)
         verdicts = judge(dumps)
         framed_at = time.perf_counter()
-        if verdicts and verdicts[0].at_fault():
-            blamed = {w for r in verdicts[0].at_fault() if (w := verdicts[0].worker_of(r))}
-            framed, _ = await self._read({w: ranks[w] for w in blamed}, frames=True)
+        if verdicts:
+            # Call sites: the ranks at fault's, and one waiting rank's (where the others
+            # called the op they wait for; every rank's would cost seconds each).
+            first = verdicts[0]
+            asked = {w for r in first.at_fault() if (w := first.worker_of(r))}
+            asked |= set(itertools.islice((d.worker for d in dumps if waits_at(d, first)), 1))
+            framed, _ = await self._read({w: ranks[w] for w in asked if w in ranks}, frames=True)
             by_worker = {(d.worker, d.backend): d for d in (*dumps, *framed)}  # framed ones win
             dumps = [by_worker[d.worker, d.backend] for d in dumps]
             verdicts = judge(dumps)

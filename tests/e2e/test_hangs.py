@@ -349,6 +349,16 @@ async def test_a_skipped_all_reduce_names_the_rank_that_never_joined_and_a_repor
     assert first["path"].endswith("collective_hangs.py")
     assert first["why"] == "never joined all_reduce #6 (its last: #5)"
     assert verdict["unread"] == []
+    # Ranks 0, 1, 3 issued #6 and block in work.wait() lines later: both places are said
+    called, blocked = (
+        break_line("collective_hangs.py", "reduce"),
+        break_line("collective_hangs.py", "wait"),
+    )
+    waits = {(w["rank"], w["op"], w["seq"], w["called_line"], w["blocked_line"])
+             for w in verdict["waits"]}  # fmt: skip
+    assert waits == {(r, "all_reduce", 6, called, blocked) for r in (0, 1, 3)}, verdict["waits"]
+    assert (f"ranks 0, 1, 3 wait for all_reduce #6 (called at jobs/collective_hangs.py:{called}"
+            f"), blocked at jobs/collective_hangs.py:{blocked}") in verdict["summary"]  # fmt: skip
 
     # The report: the verdict, the stacks with locals, a dump per rank that torch reads
     report = Path(verdict["report"])
@@ -374,6 +384,7 @@ async def test_a_skipped_all_reduce_names_the_rank_that_never_joined_and_a_repor
         "collective: all_reduce #6 in group 0 (default_pg): waiting 0, 1, 3; missing 2" in printed
     )
     assert f"straggler: rank 2 {ranks[2]} in train" in printed, printed
+    assert "waits: rank 0 for all_reduce #6 (gloo) called at " in printed, printed
     with urllib.request.urlopen(bridge._request("/metrics"), timeout=10) as answer:
         exposed = answer.read().decode()
     assert (f'raydap_collective_stuck_seq{{group="0",job="{job.job_id}",op="all_reduce"}} 6.0'

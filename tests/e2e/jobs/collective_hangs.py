@@ -3,7 +3,8 @@
 
 - ``skip``: rank 2's batch at step 2 is empty, so it skips that step's gradient all_reduce;
   its later all_reduces pair with the others' earlier ones, it returns one short, and ranks
-  0, 1 and 3 wait forever in their last one (#STEPS);
+  0, 1 and 3 wait forever for their last one (#STEPS), issued asynchronously as a GPU rank's
+  returns at once: their stacks stand at ``work.wait()``, a few lines past the call;
 - ``mismatch``: at step 3 rank 1 broadcasts where the others all_reduce: all four wait;
 - ``progress``: the ranks train for ever, rank 0 slower than the others, who wait for it in
   the same all_reduce at every sample: their stacks stand still, yet the job progresses.
@@ -54,8 +55,12 @@ class Rank:
                 time.sleep(0.3)  # a slow data loader: the others wait for it in all_reduce
             if (HANG, self.rank, step) == ("mismatch", 1, 3):
                 dist.broadcast(grad, 0)  # BREAK broadcast
+            elif HANG == "skip":  # as a GPU rank does: issued, then waited for later
+                work = dist.all_reduce(grad, async_op=True)  # BREAK reduce
+                grad.add_(0)  # (the step's own work)
+                work.wait()  # BREAK wait (native code under this line, as .item() is)
             else:
-                dist.all_reduce(grad)  # BREAK reduce
+                dist.all_reduce(grad)  # BREAK blocking all_reduce
             grad /= 4
             step += 1
         return step
