@@ -113,6 +113,14 @@ async def test_a_job_with_a_paused_worker_is_not_judged() -> None:
     now[0] = 60.0
     assert await hangs.sample() == []
     assert [v.job for v in hangs.verdicts()] == ["02"]  # 01 is being debugged: forgotten
+    # Continued, and hung still: reported --hang-after (10 s) after its first sample again,
+    # within the promised --hang-after + 10 s of the continue (samples every second)
+    registry.remove(record_id("01w3" + "0" * 10))
+    now[0] = 61.0
+    assert await hangs.sample() == []
+    now[0] = 71.0
+    [hung] = await hangs.sample()
+    assert (hung.job, hung.state, hung.since) == ("01", "suspected_hang", 61.0)
 
 
 async def test_a_rank_that_could_not_be_read_counts_as_where_it_was() -> None:
