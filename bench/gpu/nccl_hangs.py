@@ -13,14 +13,20 @@ Scenarios, each after a few healthy all_reduces (and two on a second group of ra
 - ``skip``: rank 2 skips a step's all_reduce; the others wait (on NCCL, in ``.item()``);
 - ``mismatch``: rank 1 calls broadcast where the others call all_reduce;
 - ``straggler``: rank 3 never leaves its data loader; the others wait for it;
-- ``healthy``: a loop of matmuls, an all_reduce and ``.item()``, which progresses.
+- ``healthy``: a loop of matmuls, an all_reduce and ``.item()``, which progresses;
+- ``stop``: a group timeout of 8 s, and rank 0 "stopped" (asleep) for 24 s before a
+  collective: the parent raises every rank's timeouts first, as the bridge does for a debugged
+  job (``collectives.answer({"timeout": 3600})`` on each rank's second thread, the others
+  waiting inside a collective meanwhile), and every rank must live through it.
 
 Each rank arms the Flight Recorder with ``raydap.live.collectives.arm_recorder`` before its
 groups exist, and a second thread answers the parent with ``collectives.answer`` (both of
 torch's recorders) while the main thread is blocked, as pydevd's reader thread does in a live
 worker. The parent reads the answers as the bridge does (``read_reply``, one ``RankDump`` a
 backend) and judges them with ``desync.judge``; for ``healthy`` it reads each rank's progress
-twice, seconds apart, and checks that every rank counted on (``desync.positions``). Every rank
+twice, seconds apart, and checks that every rank counted on (``desync.positions``); for
+``skip`` it also checks that the waiting ranks' oldest op not done is the verdict's
+(``async_waits.waits_at``: what their ``.item()`` waits for). Every rank
 is killed by its pid when its scenario ends. Prints a JSON line a scenario, then
 ``N passed, N failed``.
 """
@@ -50,6 +56,8 @@ NCCL_ENV = {
     "NCCL_SOCKET_IFNAME": "lo", "NCCL_NET": "Socket", "NCCL_P2P_DISABLE": "1",
     "NCCL_SHM_DISABLE": "1", "NCCL_IB_DISABLE": "1", "NCCL_NVLS_ENABLE": "0",
 }  # fmt: skip
+#: The ``stop`` scenario: the group's own timeout, and how long rank 0 stays away.
+STOP_TIMEOUT, STOPPED_FOR = 8, 24
 #: What each hang must be judged as: (ranks missing, (rank, op) called instead).
 EXPECTED: dict[str, tuple[list[int], list[tuple[int, str]]]] = {
     "skip": ([2], []),
@@ -100,7 +108,7 @@ def rank_main(rank: int, port: int, scenario: str, backend: str, requests: Any, 
         torch.cuda.set_device(0)
     dist.init_process_group(
         backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
-        timeout=datetime.timedelta(seconds=600),
+        timeout=datetime.timedelta(seconds=STOP_TIMEOUT if scenario == "stop" else 600),
     )  # fmt: skip
     pair = dist.new_group([0, 1])
     threading.Thread(target=answer_requests, args=(requests, answers, rank), daemon=True).start()
@@ -111,6 +119,9 @@ def rank_main(rank: int, port: int, scenario: str, backend: str, requests: Any, 
     if rank in (0, 1):
         dist.all_reduce(torch.ones(4, device=device), group=pair)
     notes.put((rank, "ready"))
+    if scenario == "stop":
+        stopped(rank, device, notes)
+        return
     if scenario == "healthy":
         weights = torch.randn(256, 256, device=device)
         until = time.monotonic() + 60
@@ -130,6 +141,24 @@ def rank_main(rank: int, port: int, scenario: str, backend: str, requests: Any, 
             dist.all_reduce(grad)
         float(grad.sum().item())  # NCCL returns at once: a waiting rank blocks here
     threading.Event().wait()  # idle, as a Ray worker whose task returned
+
+
+def stopped(rank: int, device: Any, notes: Any) -> None:
+    """Rank 0 joins the first collective 2 s late (the others wait inside it while the parent
+    raises their timeouts), then the next one STOPPED_FOR s late, past the group's own."""
+    import torch
+    import torch.distributed as dist
+
+    for late in (2.0, float(STOPPED_FOR)):
+        if rank == 0:
+            time.sleep(late)
+        started = time.monotonic()
+        tensor = torch.ones(4, device=device)
+        dist.all_reduce(tensor)
+        float(tensor.sum().item())
+        notes.put((rank, f"waited {time.monotonic() - started:.1f} s"))
+    notes.put((rank, "survived"))
+    threading.Event().wait()
 
 
 # -- the parent ------------------------------------------------------------------------------
@@ -220,6 +249,13 @@ def check_hang(ranks: Ranks, scenario: str, backend: str, settle: float) -> dict
     }  # fmt: skip
     missing, odd = EXPECTED[scenario]
     first = verdicts[0] if verdicts else None
+    if first is not None:
+        from raydap.bridge.workers.async_waits import waits_at
+
+        waiting = sorted(d.identity.rank for d in dumps if waits_at(d, first))
+        result["waiting_for_it"] = waiting
+        if scenario == "skip" and waiting != [0, 1, 3]:
+            return {**result, "ok": False}
     result["ok"] = (
         first is not None
         and first.backend == backend
@@ -246,10 +282,33 @@ def check_progress(ranks: Ranks, backend: str, apart: float) -> dict[str, Any]:
             "ok": len(moved) == WORLD}  # fmt: skip
 
 
+def check_stop(ranks: Ranks, backend: str) -> dict[str, Any]:
+    """Every rank's timeouts raised while they wait, then all of them alive after rank 0's
+    absence of STOPPED_FOR s (three times their group's own timeout)."""
+    time.sleep(0.5)  # ranks 1-3 are inside the first all_reduce, rank 0 asleep
+    said = ranks.ask({"timeout": 3600}, timeout=30)
+    notes: dict[int, list[str]] = {}
+    deadline = time.monotonic() + STOPPED_FOR + 60
+    while sum("survived" in n for n in notes.values()) < WORLD and time.monotonic() < deadline:
+        try:
+            rank, note = ranks.notes.get(timeout=0.5)
+        except queue.Empty:
+            if any(not p.is_alive() for p in ranks.processes):
+                break  # a rank died: its watchdog aborted it
+            continue
+        notes.setdefault(rank, []).append(note)
+    alive = [r for r, p in enumerate(ranks.processes) if p.is_alive()]
+    return {"scenario": "stop", "backend": backend,
+            "raised": {r: b.get("timeouts") for r, b in sorted(said.items())},
+            "notes": notes, "alive": alive,
+            "ok": len(said) == WORLD and alive == list(range(WORLD))
+            and all("survived" in notes.get(r, []) for r in range(WORLD))}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=["nccl", "gloo"], default="nccl")
-    parser.add_argument("--scenarios", default="skip,mismatch,straggler,healthy")
+    parser.add_argument("--scenarios", default="skip,mismatch,straggler,healthy,stop")
     parser.add_argument("--settle", type=float, default=4.0, help="seconds for a hang to set in")
     parser.add_argument("--ready-timeout", type=float, default=120.0)
     args = parser.parse_args(argv)
@@ -261,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
             ranks.wait_ready(args.ready_timeout)
             if scenario == "healthy":
                 result = check_progress(ranks, args.backend, apart=args.settle)
+            elif scenario == "stop":
+                result = check_stop(ranks, args.backend)
             else:
                 result = check_hang(ranks, scenario, args.backend, args.settle)
         except Exception as exc:  # one scenario's failure is reported, the next runs
