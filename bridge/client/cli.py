@@ -326,7 +326,7 @@ def start_failure(exc: BaseException) -> str | None:
     from raydap.bridge.server.directories import DirectoryError
 
     if isinstance(exc, DirectoryError | ListenError):
-        return str(exc.args[-1] if isinstance(exc, ListenError) else exc)
+        return str(exc)
     if isinstance(exc, OSError):  # a certificate or key that cannot be read ...
         return f"cannot start: {exc}"
     return None

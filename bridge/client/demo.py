@@ -73,7 +73,7 @@ async def _with_cluster(
     try:
         await bridge.start()  # stops what it started if it fails
     except ListenError as exc:
-        raise Stopped(f"the bridge cannot start: {exc.args[-1]}") from None
+        raise Stopped(f"the bridge cannot start: {exc}") from None
     try:
         return await _with_bridge(bridge, address, headless, timeout)
     finally:

@@ -61,6 +61,9 @@ log = logging.getLogger(__name__)
 class ListenError(OSError):
     """A listener could not be bound; the message names the address and the flag."""
 
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()  # the message, without "[Errno 98]"
+
 
 def listen(host: str, port: int, flag: str) -> socket.socket:
     """A listening TCP socket on the first address ``host`` names (a socket the bridge owns,

@@ -74,3 +74,21 @@ def test_a_running_live_worker_is_listed_as_such_with_no_pause_time() -> None:
     _, row = breakpoints_table([record], "held workers").splitlines()
     assert "running (live)" in row and row.split()[-2:] == ["-", "0"]
     assert breakpoints_table([], "held workers") == "no held workers"
+
+
+def test_a_port_that_cannot_be_bound_is_said_in_one_plain_line() -> None:
+    import socket
+
+    from raydap.bridge.client.cli import start_failure
+    from raydap.bridge.server.bridge import ListenError, listen
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ListenError) as caught:
+            listen("127.0.0.1", port, "--dap-port")
+    assert start_failure(caught.value) == (
+        f"cannot listen on 127.0.0.1:{port}: Address already in use "
+        "(pick another with --dap-port, or --host)"
+    )
