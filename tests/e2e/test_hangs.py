@@ -396,6 +396,7 @@ async def test_a_skipped_all_reduce_names_the_rank_that_never_joined_and_a_repor
     await page.goto(f"{bridge.url}/?token={bridge.token}")
     alert = page.get_by_role("alert").filter(has_text=job.job_id)
     await expect(alert).to_contain_text("rank 2 never joined", timeout=20_000)
+    await expect(alert).to_contain_text("ranks 0, 1, 3 wait for all_reduce #6 (called at")
     link = alert.get_by_role("link", name="Download report")
     assert await link.get_attribute("href") == f"/api/v1/hangs/{job.job_id}/report.tar.gz"
     await page.close()
