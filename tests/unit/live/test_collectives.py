@@ -6,8 +6,6 @@ real gloo ranks (torch is on Python 3.11 here)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import threading
 import types
@@ -16,6 +14,7 @@ from typing import Any
 import pytest
 
 from raydap.live import collectives
+from tests.unit.live.gloo_ranks import run_two_ranks
 
 
 @pytest.mark.parametrize(
@@ -241,21 +240,7 @@ else:
 
 
 def test_real_gloo_ranks_say_who_they_are_and_their_recorder_while_one_waits() -> None:
-    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = str(probe.getsockname()[1])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_")}
-    ranks = [subprocess.Popen([sys.executable, "-c", REAL_RANKS, str(r), port], env=env,
-                              stdout=subprocess.PIPE, text=True) for r in (0, 1)]  # fmt: skip
-    try:
-        out, _ = ranks[0].communicate(timeout=90)
-    finally:
-        for process in ranks:
-            process.kill()
-            process.wait()
+    out = run_two_ranks(REAL_RANKS, reporter=0)
     said = json.loads(out)
     first, second = (told["identity"] for told in said["told"])  # init, then new_group
     assert (first["rank"], first["world_size"], len(first["groups"])) == (0, 2, 1)

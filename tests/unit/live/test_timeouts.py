@@ -6,14 +6,11 @@ group's own timeout, and once given back the group's own timeout ends a wait aga
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 
 import pytest
 
 from raydap.live import collectives, timeouts
+from tests.unit.live.gloo_ranks import run_two_ranks
 
 #: Rank 1 reports; rank 0 is the peer that stays away. The group's own timeout is 2 s.
 RANKS = """
@@ -59,20 +56,7 @@ print(json.dumps({"said": said, "waited": waited, "ended": ended,
 
 
 def test_a_raised_timeout_outlives_a_late_peer_and_the_groups_own_comes_back() -> None:
-    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = str(probe.getsockname()[1])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_")}
-    ranks = [subprocess.Popen([sys.executable, "-c", RANKS, str(r), port], env=env,
-                              stdout=subprocess.PIPE, text=True) for r in (0, 1)]  # fmt: skip
-    try:
-        out, _ = ranks[1].communicate(timeout=90)
-    finally:
-        for process in ranks:
-            process.kill()
-            process.wait()
-    report = json.loads(out)
+    report = json.loads(run_two_ranks(RANKS, reporter=1))
     assert report["said"]["60"] == {"seconds": 60, "backends": 1, "own": [2.0]}
     assert report["said"]["None"] == {"seconds": None, "backends": 1, "own": [2.0]}
     assert report["waited"] > 3.0  # past the group's own 2 s, and it completed
