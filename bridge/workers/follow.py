@@ -111,6 +111,25 @@ class FollowFeed:
             self._join(worker_of(record, upstream))
 
 
+class AttachedWorker(SingleWorker):
+    """A session attached to one worker: its job counts as debugged while the session lasts
+    (:mod:`.group_timeouts`), as a followed job does."""
+
+    def __init__(self, worker: Worker, job: str | None, follows: Follows | None) -> None:
+        super().__init__(worker)
+        self._job, self._follows = job, follows
+        self._unfollow: Callable[[], None] = lambda: None
+
+    def start(self, join: Callable[[Worker], None], end: Callable[[str], None]) -> None:
+        if self._job is not None and self._follows is not None:
+            self._unfollow = self._follows.add(WorkerFilter(job=self._job))
+        super().start(join, end)
+
+    def stop(self) -> None:
+        self._unfollow()
+        super().stop()
+
+
 def worker_of(record: BreakpointRecord, upstream: Upstream) -> Worker:
     return Worker(
         record.id,
@@ -170,5 +189,5 @@ async def resolve(
         record = holder.registry.get(record_id)
         if record is None:
             raise AttachError(f"worker {record_id} has just left")
-        return SingleWorker(worker_of(record, upstream))
+        return AttachedWorker(worker_of(record, upstream), record.job_id, follows)
     return FollowFeed(holder, follow_filter(arguments), job_status, follows=follows)

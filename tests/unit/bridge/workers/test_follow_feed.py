@@ -68,3 +68,27 @@ async def test_a_follow_session_that_fell_behind_still_joins_a_stopped_worker() 
         assert [w.key for w in joined] == ["w1"]
         feed.stop()
     await holder.close()
+
+
+async def test_a_session_attached_to_one_worker_debugs_its_job_while_it_lasts() -> None:
+    """What raises the job's collective timeouts (:mod:`.group_timeouts`): one worker's
+    session counts for its whole job, as a follow session does, and stops counting with it."""
+    from raydap.bridge.workers.follow import resolve
+    from raydap.bridge.workers.group_timeouts import Follows
+
+    registry = Registry()
+    holder = Holder(registry)
+    follows = Follows()
+    async with held_peer() as (_, upstream):
+        registry.put(BreakpointRecord(id="w1", node_ip="127.0.0.1", paused_since=time.time(),
+                                      job_id="02000000", live=True, state="running"))  # fmt: skip
+        holder.upstreams["w1"] = upstream
+        feed = await resolve(holder, {"breakpoint": "w1"}, follows=follows)
+        assert follows.filters() == []
+        joined: list[Worker] = []
+        feed.start(joined.append, lambda why: None)
+        assert [w.key for w in joined] == ["w1"]
+        assert follows.filters() == [WorkerFilter(job="02000000")]
+        feed.stop()
+        assert follows.filters() == []
+    await holder.close()
