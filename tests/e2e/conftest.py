@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import tokenize
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -188,10 +189,13 @@ class Job:
 
 
 def break_line(script: str, marker: str) -> int:
-    """The line of ``# BREAK marker`` in a job script."""
-    for number, line in enumerate((JOBS / script).read_text().splitlines(), 1):
-        if f"# BREAK {marker}" in line:
-            return number
+    """The line of the comment ``# BREAK marker`` in a job script: a comment, read by Python's
+    tokenizer, so a docstring that names the marker is no line to break at."""
+    with (JOBS / script).open("rb") as source:
+        for token in tokenize.tokenize(source.readline):
+            words = token.string.split()
+            if token.type == tokenize.COMMENT and words[1:3] == ["BREAK", marker]:
+                return token.start[0]
     raise AssertionError(marker)
 
 
