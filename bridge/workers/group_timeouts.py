@@ -4,9 +4,10 @@ person debugs the job.
 A job is debugged while a DAP session follows it or is attached to one of its workers, while
 source or function breakpoints are set on live workers (they apply to every live worker), or
 while one of its workers is stopped and held; and for ``linger`` seconds after, so that
-continuing and stopping again does not give the peers their short timeout back in between. Every rank of a debugged job (a live
-worker that made process groups) gets ``seconds`` for every group; the others get their own
-back (:mod:`raydap.live.timeouts`, through the ``raydapCollectives`` request).
+continuing and stopping again does not give the peers their short timeout back in between.
+Every rank of a debugged job (a live worker that made process groups) gets ``seconds`` for
+every group; the others get their own back (:mod:`raydap.live.timeouts`, through the
+``raydapCollectives`` request).
 
 A timeout counts from when a collective is issued, so only a raise that reaches the peers
 before they issue their next collective protects them: a follow session or a breakpoint set
@@ -114,7 +115,9 @@ class GroupTimeouts:
         self._breakpoints_at = float("-inf")
 
     def plan(self) -> dict[str, tuple[float | None, Identity]]:
-        """What each rank is to be given that it has not been (sans-I/O: reads state only)."""
+        """What each rank is to be given that it has not been (sans-I/O: reads state only). A
+        rank first seen is told either way: a bridge that replaced another, or that restarted,
+        does not know what the last one raised."""
         now = self._clock()
         records = self.holder.registry.records()
         for job in debugged_jobs(records, self.follows.filters()):
@@ -131,7 +134,7 @@ class GroupTimeouts:
         return {
             rid: (seconds, identities[rid])
             for rid, seconds in goal.items()
-            if self._given.get(rid, (None, identities[rid])) != (seconds, identities[rid])
+            if self._given.get(rid) != (seconds, identities[rid])
         }
 
     async def apply(self) -> None:
