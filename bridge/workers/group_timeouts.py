@@ -36,8 +36,9 @@ from raydap.live.collectives import REQUEST
 
 log = logging.getLogger(__name__)
 
-#: How long one rank may take to answer.
+#: How long one rank may take to answer, and how long one that did not is left alone.
 ASK_TIMEOUT = 5.0
+RETRY_AFTER = 10.0
 
 
 def debugged_jobs(
@@ -112,6 +113,8 @@ class GroupTimeouts:
         self._debugged_at: dict[str, float] = {}
         #: What each rank was given, for which of its identities (a new group: again).
         self._given: dict[str, tuple[float | None, Identity]] = {}
+        #: When a rank last failed to answer (asked again RETRY_AFTER later, not every tick).
+        self._failed_at: dict[str, float] = {}
         self._breakpoints_at = float("-inf")
 
     def plan(self) -> dict[str, tuple[float | None, Identity]]:
@@ -131,10 +134,11 @@ class GroupTimeouts:
             records, identities, recent, now - self._breakpoints_at < self.linger, self.seconds
         )
         self._given = {rid: given for rid, given in self._given.items() if rid in goal}
+        self._failed_at = {rid: at for rid, at in self._failed_at.items() if now - at < RETRY_AFTER}
         return {
             rid: (seconds, identities[rid])
             for rid, seconds in goal.items()
-            if self._given.get(rid) != (seconds, identities[rid])
+            if self._given.get(rid) != (seconds, identities[rid]) and rid not in self._failed_at
         }
 
     async def apply(self) -> None:
@@ -150,15 +154,21 @@ class GroupTimeouts:
         try:
             response = await upstream.request(REQUEST, {"timeout": seconds}, timeout=ASK_TIMEOUT)
         except UpstreamError as exc:
+            self._failed_at[rid] = self._clock()
             log.info("%s: could not set its collective timeouts: %s", rid, exc)
             return
         if not response.success:
+            self._failed_at[rid] = self._clock()
             log.info("%s refused its collective timeouts: %s", rid, response.message)
             return
+        before = self._given.get(rid)
         self._given[rid] = (seconds, identity)
         said: dict[str, Any] = (response.body or {}).get("timeouts") or {}
         own = ", ".join(f"{s:g} s" for s in said.get("own") or []) or "none"
-        log.info(
+        # A rank first seen is told to keep its own: said only at debug level.
+        changed = seconds is not None or (before is not None and before[0] is not None)
+        log.log(
+            logging.INFO if changed else logging.DEBUG,
             "%s: collective timeouts of %s backends %s (their own: %s)", rid,
             said.get("backends", "?"),
             f"raised to {seconds:g} s while it is debugged" if seconds else "given back",
@@ -168,11 +178,15 @@ class GroupTimeouts:
     async def give_back(self, within: float = ASK_TIMEOUT) -> None:
         """Every rank raised gets its groups' own timeouts back (the bridge stops for good)."""
         raised = [(rid, identity) for rid, (s, identity) in self._given.items() if s is not None]
-        if raised:
+        if not raised:
+            return
+        try:
             await asyncio.wait_for(
                 asyncio.gather(*(self._give(rid, None, identity) for rid, identity in raised)),
                 within,
             )
+        except asyncio.TimeoutError:  # a stop must not hang on a rank that does not answer
+            log.warning("collective timeouts: not every rank answered within %g s", within)
 
     async def run(self, every: float = 0.25) -> None:
         """Apply every ``every`` seconds and at once when a worker changes (a stop, a rank

@@ -119,3 +119,48 @@ def test_which_jobs_are_debugged_and_what_each_rank_gets() -> None:
     assert goal == {record("01", 0).id: 60, record("01", 1).id: 60,
                     record("03", 0).id: None}  # a child is no rank of its own  # fmt: skip
     assert set(wanted(records, ranks, set(), True, 60).values()) == {60}
+
+
+class Silent(Rank):
+    """A rank whose debug connection fails every request (pydevd gone, or too busy)."""
+
+    async def request(self, command: str, arguments: dict[str, Any], timeout: float) -> Response:
+        from raydap.adapter import UpstreamError
+
+        self.given.append(arguments["timeout"])
+        raise UpstreamError("no answer within 5 s")
+
+
+class Stuck(Rank):
+    async def request(self, command: str, arguments: dict[str, Any], timeout: float) -> Response:
+        import asyncio
+
+        self.given.append(arguments["timeout"])
+        await asyncio.sleep(3600)
+        raise AssertionError
+
+
+async def test_a_rank_that_does_not_answer_is_asked_again_later_not_every_tick() -> None:
+    holder, ranks, now, follows, marks = two_jobs()
+    rid = record("01", 0).id
+    ranks[rid] = holder.upstreams[rid] = Silent()  # type: ignore[assignment]
+    watch = timeouts(holder, now, follows, marks)
+    follows.add(WorkerFilter(job="01"))
+    for tick in range(5):
+        now[0] = tick * 0.25
+        await watch.apply()
+    assert ranks[rid].given == [3600]
+    now[0] = 11.0
+    await watch.apply()
+    assert ranks[rid].given == [3600, 3600]
+
+
+async def test_a_bridge_that_stops_does_not_wait_on_a_rank_that_never_answers() -> None:
+    holder, ranks, now, follows, marks = two_jobs()
+    watch = timeouts(holder, now, follows, marks)
+    follows.add(WorkerFilter(job="01"))
+    await watch.apply()
+    rid = record("01", 0).id
+    ranks[rid] = holder.upstreams[rid] = Stuck()  # type: ignore[assignment]
+    await watch.give_back(within=0.2)  # returns, saying so in the log
+    assert ranks[rid].given == [None] and ranks[record("01", 1).id].given[-1] is None
