@@ -44,8 +44,7 @@ def hold_off(dist: ModuleType | None, seconds: float | None) -> dict[str, Any]:
     if dist is None or not dist.is_available() or not dist.is_initialized():
         return {"seconds": None, "backends": 0, "own": []}
     current = backends(dist.distributed_c10d)
-    own = sorted({_seconds(b.options._timeout) for b in current if id(b) not in _OWN})
-    own += sorted({_seconds(kept) for _, kept in _OWN.values()})
+    own = {_seconds(_OWN[id(b)][1] if id(b) in _OWN else b.options._timeout) for b in current}
     for backend in current:
         key = id(backend)
         if seconds is None:
@@ -58,7 +57,7 @@ def hold_off(dist: ModuleType | None, seconds: float | None) -> dict[str, Any]:
         backend._set_default_timeout(timedelta(seconds=seconds))
     if seconds is None:
         _OWN.clear()  # backends of groups destroyed meanwhile: nothing to give back to
-    return {"seconds": seconds, "backends": len(current), "own": sorted(set(own))}
+    return {"seconds": seconds, "backends": len(current), "own": sorted(own)}
 
 
 def _seconds(value: Any) -> float:
