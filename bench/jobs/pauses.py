@@ -2,7 +2,7 @@
 
     pauses.py TIMES GAP
 
-waits GAP seconds before each pause: longer than the bridge's detach grace (1 s) means each
+waits GAP seconds before each pause: longer than the bridge's detach grace (5 s) means each
 pause must be discovered afresh; 0 means it arrives on the connection the bridge still holds.
 """
 

@@ -30,7 +30,7 @@ from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.keeper import RecordKeeper
 from raydap.bridge.workers.naming import RayState
-from raydap.bridge.workers.policy import HoldPolicy
+from raydap.bridge.workers.policy import DETACH_GRACE, HoldPolicy
 from raydap.bridge.workers.process_groups import ProcessGroups
 from raydap.bridge.workers.ranks import rank_from_environment
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
@@ -87,7 +87,7 @@ class Holder:
         handshake_timeout: float = 10.0,
         request_timeout: float = 30.0,
         hold_timeout: float | None = None,
-        detach_grace: float = 1.0,
+        detach_grace: float = DETACH_GRACE,
         observe_request: Callable[[str, float, bool], None] | None = None,
         task_state: TaskState | None = None,
     ) -> None:
