@@ -53,6 +53,10 @@ class Soak:
     failed: dict[str, str] = field(default_factory=dict)
     samples: list[dict[str, Any]] = field(default_factory=list)
     last_step: dict[str, int] = field(default_factory=dict)
+    #: How each worker's last stop was let go, and when: what a lost stop came after.
+    last_way: dict[str, tuple[str, float]] = field(default_factory=dict)
+    skips: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
     handling: set[str] = field(default_factory=set)
     idle: asyncio.Event = field(default_factory=asyncio.Event)  # set: no stop being handled
     last_progress: float = field(default_factory=time.monotonic)
@@ -82,10 +86,16 @@ class Soak:
             if step < expected:
                 self.repeated += 1  # the same stop, seen again: leave it to its handler
                 return
+            if step > expected:
+                way_before, at = self.last_way.get(rid, ("none", time.monotonic()))
+                self.skips.append({"worker": rid, "live": record.get("live"), "expected": expected,
+                                   "seen": step, "after": way_before,
+                                   "seconds_after": round(time.monotonic() - at, 3)})  # fmt: skip
             self.lost += step - expected
             self.last_step[rid] = step
             way = self.rng.choice(list(self.ways))
             self.ways[way] += 1
+            self.last_way[rid] = (way, time.monotonic())
             if way == "dap":
                 await client.request("continue", {"threadId": stopped["threadId"]})
             elif way == "http":
@@ -123,6 +133,7 @@ class Soak:
         try:
             await self.handle(record)
         except (DapRequestFailed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
+            self.errors.append(f"{record['id']}: {exc!r}")
             print(f"soak: {record['id']}: {exc!r}", file=sys.stderr)
         finally:
             self.handling.discard(record["id"])
@@ -192,6 +203,8 @@ async def soak(address: str, smoke: bool) -> dict[str, Any]:
         "stops_expected": 2 * actors * steps,
         "stops": state.stops,
         "lost": state.lost,
+        "lost_where": state.skips,
+        "handler_errors": state.errors[:10],
         "seen_twice": state.repeated,
         "unreachable": len(state.failed),
         "unreachable_why": sorted(set(state.failed.values()))[:3],
