@@ -96,6 +96,7 @@ class Relay:
         self._writer: asyncio.StreamWriter | None = None
         self._resuming = False  # attaching to a new bridge on the editor's behalf
         self._ended: str | None = None  # why the session could not go on
+        self._let_go = False  # the editor disconnected after that
 
     async def run(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
         self._writer = writer
@@ -109,7 +110,7 @@ class Relay:
                 if editor in done or (resume := bridge.result()) is None:
                     break
                 bridge = await self._resume(resume, editor)
-            if self._ended is not None:  # answer the editor until it lets go
+            if self._ended is not None and not self._let_go:  # answer it until it lets go
                 await asyncio.wait({editor}, timeout=ANSWER_ALONE_FOR)
         finally:
             editor.cancel()
@@ -141,6 +142,7 @@ class Relay:
                         self._attach = message
                 if self._ended is not None:
                     if await self._answer_alone(message):
+                        self._let_go = True
                         return
                 elif self._held is not None:
                     self._held.append(message)
@@ -260,8 +262,8 @@ class Relay:
         """End the editor's session, answering what it sent meanwhile and sends after."""
         self._ended = why
         await self.editor.say(f"could not resume the session: {why}", "important")
-        for message in self._held or []:
-            await self._answer_alone(message)
+        for message in self._held or []:  # a disconnect among them ends the session
+            self._let_go = await self._answer_alone(message) or self._let_go
         self._held = None
         await self.editor.send(event("terminated"))
 

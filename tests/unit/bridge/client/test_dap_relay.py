@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from raydap.adapter.resume import REPLACED_EVENT
-from raydap.bridge.client.dap_relay import Editor, Relay
+from raydap.bridge.client.dap_relay import ANSWER_ALONE_FOR, Editor, Relay
 from raydap.protocol import Decoder, Event, Request, Response, encode, event, response_to
 from tests.waiting import until
 
@@ -43,6 +43,11 @@ class EditorPipes:
 
     def close(self) -> None:
         self._to_relay.put_nowait(b"")
+
+    def taken(self, seq: int) -> bool:
+        """Request ``seq`` was asked and the relay has read it (and dealt with it: the relay
+        handles what it reads before it reads again)."""
+        return self._seq >= seq and self._to_relay.empty()
 
     def answer(self, seq: int) -> Response | None:
         found = [m for m in self.received if isinstance(m, Response) and m.request_seq == seq]
@@ -170,7 +175,12 @@ async def test_a_replaced_bridge_is_left_for_the_new_one_with_nothing_lost() -> 
     ]
 
 
-async def test_a_new_bridge_that_refuses_the_resume_ends_the_session_saying_why() -> None:
+@pytest.mark.parametrize("asked", ["while resuming", "after the refusal"])
+async def test_a_new_bridge_that_refuses_the_resume_ends_the_session_saying_why(
+    asked: str,
+) -> None:
+    """The editor's requests are answered and its disconnect ends the session at once, whether
+    they came while the relay was resuming (held) or after it gave up."""
     editor = EditorPipes()
     for command in ("initialize", "attach", "configurationDone"):
         editor.ask(command)
@@ -178,18 +188,23 @@ async def test_a_new_bridge_that_refuses_the_resume_ends_the_session_saying_why(
     async def old(bridge: ScriptedBridge) -> None:
         await bridge.attached()
         await bridge.send(replaced())
-        await until(lambda: editor.events("output"), what="the editor told")
+        told = "terminated" if asked == "after the refusal" else "output"
+        await until(lambda: editor.events(told), what=f"the editor's {told} event")
         editor.ask("threads")
         editor.ask("disconnect")
 
     async def new(bridge: ScriptedBridge) -> None:
         await bridge.answer("initialize")
         request = await bridge.expect("attach")
+        if asked == "while resuming":
+            await until(lambda: editor.taken(5), what="the editor's disconnect held")
         refusal = Response(request_seq=request.seq, success=False, command="attach",
                            message="resume is not one a raydap bridge gave")  # fmt: skip
         await bridge.send(refusal)
 
+    started = asyncio.get_running_loop().time()
     await relay(old, new, editor)
+    assert asyncio.get_running_loop().time() - started < ANSWER_ALONE_FOR / 2  # not waited out
     threads, disconnect = editor.answer(4), editor.answer(5)
     assert threads is not None and not threads.success
     assert "resume is not one" in (threads.message or "")
