@@ -21,7 +21,7 @@ import ray
 
 ray.init(runtime_env={"worker_process_setup_hook": "raydap.live.setup"})
 print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
-TIMEOUT = 8
+TIMEOUT = 6
 STATE = Path(os.environ["STATE_DIR"])
 PHASES = ["run", "break", "end"]
 
