@@ -110,14 +110,16 @@ class LocalRay:
         ``ray start --block`` alone is signalled first: it stops Ray's processes in order, in
         2-3 s. SIGTERM to all of them at once leaves the GCS and the raylet waiting on each
         other until the grace period runs out (15 s a head, measured); whatever is left after
-        Ray's own shutdown (a worker stuck in a debugger) is stopped as a tree."""
+        Ray's own shutdown is stopped as a tree, with a short grace: it is mostly workers
+        stopped in a debugger, whose Python cannot run a SIGTERM handler while its main thread
+        is suspended (the 15 s grace cost the test suite's head 24 s at its end)."""
         process, self.process = self.process, None
         if process is not None:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=10)
-            stop_process_tree(process.pid, also=lambda: marked(str(self.temp_dir)))
+            stop_process_tree(process.pid, grace=3.0, also=lambda: marked(str(self.temp_dir)))
             process.wait(timeout=5)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
