@@ -18,13 +18,13 @@ STAMP      := $(VENV)/.installed
 # real one on each other version found here (unit, integration, and the end-to-end core, live,
 # follow, stacks and child-process tests on a real Ray head). `MATRIX=` skips it; in CI a missing one fails.
 # The load test (fifty clients, 20-26 s) runs on PYTHON only: it measures the bridge's own
-# asyncio code under load, which is the same on every version, and the matrix is CI's longest lane.
+# asyncio code under load, which is the same on every version.
 MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py \
                 --deselect tests/integration/bridge/server/test_load.py::test_fifty_clients_thousand_requests_each_nothing_lost_or_misrouted
 
-.PHONY: run test setup suites suite suite-head suite-side suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-soak clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test setup lanes lane-e2e lane-matrix lane-checks suite suite-units suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-soak clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -43,14 +43,18 @@ NPM_INSTALL := npm install --no-audit --no-fund --no-save --loglevel=error
 $(BIN)/python:
 	$(PYTHON_CMD) -m venv $(VENV)
 
-# Reinstall only when the dependencies change.
+# Reinstall only when the dependencies change. --no-compile: Python compiles what is imported
+# when it is first imported; compiling every file of Ray and torch up front cost each venv about
+# half a minute of CPU, four venvs at once on CI's two cores.
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
+
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) -e .
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml $(RUN_STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(PIP_INSTALL) -e ".[test]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -65,35 +69,51 @@ run: $(RUN_STAMP)
 ## installed first, at once: each Python's venv, the extension and the editors' tools (pip and
 ## npm mostly wait on the network and the disk, so side by side they take little more than
 ## the longest of them).
-## Then the whole suite on PYTHON and the matrix's on the other Pythons run side by side: an
-## end-to-end test mostly waits (for Ray, for a worker to stop), and leaves a core idle about
-## half the time. Each suite's output comes whole when it ends.
+## Then three lanes run side by side, each one's output whole when it ends: an end-to-end test
+## mostly waits (for Ray, for a worker to stop), and two lanes left the two cores idle about
+## half the time (CPU time / wall time measured on this 2-core machine: 0.51).
 test:
 	@$(MAKE) --no-print-directory -j8 --output-sync=target setup
-	@$(MAKE) --no-print-directory lint typecheck ext-check
-	@$(MAKE) --no-print-directory -j2 --output-sync=target suites
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lanes
 
-# The whole suite on PYTHON is cut in two so that both cores end about together: its longest
-# tests (a soak, the benchmarks' smoke run, make run from a fresh home) run after the matrix,
-# beside the rest of it.
+# The whole suite on PYTHON and the matrix on the other Pythons, cut in three so that the lanes
+# end about together (each near 16 minutes on a 2-core CI machine): most end-to-end tests; the
+# matrix's first Pythons, then the unit and integration tests; the static checks, the longest
+# tests (a soak, the benchmarks' smoke run, make run from a fresh home), the matrix's last
+# Python and the end-to-end tests of LANE_C_E2E. A new end-to-end file runs in the first lane.
+# How many of the slowest tests each lane names (`DURATIONS=0`: every one, to balance the lanes).
+DURATIONS ?= 15
 SUITE_TAIL := tests/e2e/test_soak.py tests/e2e/test_bench_smoke.py tests/e2e/test_first_run.py
+LANE_C_E2E := tests/e2e/test_replace.py tests/e2e/test_dap_clients.py tests/e2e/test_naming.py
+OTHER_PYTHONS := $(filter-out $(PYVER),$(MATRIX))
+LAST_PYTHON := $(lastword $(OTHER_PYTHONS))
 
-suites: suite-head suite-side
+lanes: lane-e2e lane-matrix lane-checks
 
-suite-side:
-	@$(MAKE) --no-print-directory matrix
+lane-e2e: $(STAMP)
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=$(DURATIONS) tests/e2e \
+		$(addprefix --ignore=,$(SUITE_TAIL) $(LANE_C_E2E))
+
+lane-matrix:
+	@$(if $(filter-out $(LAST_PYTHON),$(OTHER_PYTHONS)),$(MAKE) --no-print-directory \
+		$(addprefix matrix-,$(filter-out $(LAST_PYTHON),$(OTHER_PYTHONS))),true)
+	@$(MAKE) --no-print-directory suite-units
+
+lane-checks:
+	@$(MAKE) --no-print-directory lint typecheck ext-check
 	@$(MAKE) --no-print-directory suite-tail
+	@$(if $(LAST_PYTHON),$(MAKE) --no-print-directory matrix-$(LAST_PYTHON),true)
+
+suite-units: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) tests/unit tests/integration
+
+suite-tail: $(STAMP)
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) \
+		$(SUITE_TAIL) $(LANE_C_E2E)
 
 ## The whole suite on PYTHON (the editors' tests must run: a missing tool fails them).
 suite: $(STAMP)
 	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=15
-
-suite-head: $(STAMP)
-	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=15 \
-		$(addprefix --ignore=,$(SUITE_TAIL))
-
-suite-tail: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=5 $(SUITE_TAIL)
 
 setup: $(STAMP) vsix e2e-tools $(addprefix install-python-,$(filter-out $(PYVER),$(MATRIX)))
 
@@ -105,18 +125,19 @@ install-python-%:
 	else echo "matrix: no Python $* here, its tests are skipped"; fi
 
 ## The reduced suite on every other Python of MATRIX (each in its own venv).
-matrix:
-	@for version in $(filter-out $(PYVER),$(MATRIX)); do \
-		if ! .ci/find-python $$version >/dev/null 2>&1; then \
-			if [ -n "$$CI" ]; then .ci/find-python $$version; exit 1; fi; \
-			echo "matrix: no Python $$version here, its tests are skipped"; continue; \
-		fi; \
-		echo "== Python $$version: $(MATRIX_TESTS)"; \
-		$(MAKE) --no-print-directory matrix-suite PYTHON=$$version || exit 1; \
-	done
+matrix: $(addprefix matrix-,$(OTHER_PYTHONS))
+
+matrix-%:
+	@if ! .ci/find-python $* >/dev/null 2>&1; then \
+		if [ -n "$$CI" ]; then .ci/find-python $*; exit 1; fi; \
+		echo "matrix: no Python $* here, its tests are skipped"; \
+	else \
+		echo "== Python $*: $(MATRIX_TESTS)"; \
+		$(MAKE) --no-print-directory matrix-suite PYTHON=$*; \
+	fi
 
 matrix-suite: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=5 $(MATRIX_TESTS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) $(MATRIX_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
