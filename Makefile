@@ -24,7 +24,7 @@ MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py \
                 --deselect tests/integration/bridge/server/test_load.py::test_fifty_clients_thousand_requests_each_nothing_lost_or_misrouted
 
-.PHONY: run test setup lanes lane-e2e lane-matrix lane-checks suite suite-units suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-soak clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-soak clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -43,10 +43,10 @@ NPM_INSTALL := npm install --no-audit --no-fund --no-save --loglevel=error
 $(BIN)/python:
 	$(PYTHON_CMD) -m venv $(VENV)
 
-# Reinstall only when the dependencies change. --no-compile: Python compiles what is imported
-# when it is first imported; compiling every file of Ray and torch up front cost each venv about
-# half a minute of CPU, four venvs at once on CI's two cores.
-PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
+# Reinstall only when the dependencies change. (pip compiles every file it installs: about half
+# a minute of CPU a venv. --no-compile would move that into the tests, where every Ray worker
+# that starts at once compiles the same modules.)
+PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) --upgrade pip
@@ -69,47 +69,37 @@ run: $(RUN_STAMP)
 ## installed first, at once: each Python's venv, the extension and the editors' tools (pip and
 ## npm mostly wait on the network and the disk, so side by side they take little more than
 ## the longest of them).
-## Then three lanes run side by side, each one's output whole when it ends: an end-to-end test
-## mostly waits (for Ray, for a worker to stop), and two lanes left the two cores idle about
-## half the time (CPU time / wall time measured on this 2-core machine: 0.51).
+## Then two lanes run side by side, each one's output whole when it ends: an end-to-end test
+## mostly waits (for Ray, for a worker to stop), and leaves a core idle about half the time.
+## (A third lane overloaded CI's two cores: a Ray head did not start within 60 s.)
 test:
 	@$(MAKE) --no-print-directory -j8 --output-sync=target setup
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lanes
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lanes
 
-# The whole suite on PYTHON and the matrix on the other Pythons, cut in three so that the lanes
-# end about together (each near 16 minutes on a 2-core CI machine): most end-to-end tests; the
-# matrix's first Pythons, then the unit and integration tests; the static checks, the longest
-# tests (a soak, the benchmarks' smoke run, make run from a fresh home), the matrix's last
-# Python and the end-to-end tests of LANE_C_E2E. A new end-to-end file runs in the first lane.
-# How many of the slowest tests each lane names (`DURATIONS=0`: every one, to balance the lanes).
+# How many of the slowest tests each suite names (`DURATIONS=0`: every one, to balance the lanes).
 DURATIONS ?= 15
+# The lanes end about together: the static checks, then the whole suite on PYTHON but its
+# longest tests (a soak, the benchmarks' smoke run, make run from a fresh home); beside it, the
+# matrix on the other Pythons, then those longest tests.
 SUITE_TAIL := tests/e2e/test_soak.py tests/e2e/test_bench_smoke.py tests/e2e/test_first_run.py
-LANE_C_E2E := tests/e2e/test_replace.py tests/e2e/test_dap_clients.py tests/e2e/test_naming.py
 OTHER_PYTHONS := $(filter-out $(PYVER),$(MATRIX))
-LAST_PYTHON := $(lastword $(OTHER_PYTHONS))
 
-lanes: lane-e2e lane-matrix lane-checks
+lanes: lane-head lane-side
 
-lane-e2e: $(STAMP)
-	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=$(DURATIONS) tests/e2e \
-		$(addprefix --ignore=,$(SUITE_TAIL) $(LANE_C_E2E))
-
-lane-matrix:
-	@$(if $(filter-out $(LAST_PYTHON),$(OTHER_PYTHONS)),$(MAKE) --no-print-directory \
-		$(addprefix matrix-,$(filter-out $(LAST_PYTHON),$(OTHER_PYTHONS))),true)
-	@$(MAKE) --no-print-directory suite-units
-
-lane-checks:
+lane-head:
 	@$(MAKE) --no-print-directory lint typecheck ext-check
-	@$(MAKE) --no-print-directory suite-tail
-	@$(if $(LAST_PYTHON),$(MAKE) --no-print-directory matrix-$(LAST_PYTHON),true)
+	@$(MAKE) --no-print-directory suite-head
 
-suite-units: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) tests/unit tests/integration
+lane-side:
+	@$(MAKE) --no-print-directory matrix
+	@$(MAKE) --no-print-directory suite-tail
+
+suite-head: $(STAMP)
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=$(DURATIONS) \
+		$(addprefix --ignore=,$(SUITE_TAIL))
 
 suite-tail: $(STAMP)
-	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) \
-		$(SUITE_TAIL) $(LANE_C_E2E)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) $(SUITE_TAIL)
 
 ## The whole suite on PYTHON (the editors' tests must run: a missing tool fails them).
 suite: $(STAMP)
@@ -124,8 +114,11 @@ install-python-%:
 	elif [ -n "$$CI" ]; then .ci/find-python $*; exit 1; \
 	else echo "matrix: no Python $* here, its tests are skipped"; fi
 
-## The reduced suite on every other Python of MATRIX (each in its own venv).
-matrix: $(addprefix matrix-,$(OTHER_PYTHONS))
+## The reduced suite on every other Python of MATRIX (each in its own venv), one after another.
+matrix:
+	@for version in $(OTHER_PYTHONS); do \
+		$(MAKE) --no-print-directory matrix-$$version || exit 1; \
+	done
 
 matrix-%:
 	@if ! .ci/find-python $* >/dev/null 2>&1; then \
