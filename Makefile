@@ -43,18 +43,14 @@ NPM_INSTALL := npm install --no-audit --no-fund --no-save --loglevel=error
 $(BIN)/python:
 	$(PYTHON_CMD) -m venv $(VENV)
 
-# Reinstall only when the dependencies change. --no-compile: pip would compile every file it
-# installs (Ray's RLlib, Tune and Data too: about half a minute of CPU a venv, four venvs at once
-# on CI's two cores). Python compiles a module when it is first imported instead; what every Ray
-# process imports is imported once here, so that the first Ray head does not have each of its
-# processes compile the same modules at once.
-PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
-WARM_UP     := $(BIN)/python -c "import ray, ray.util.debugpy, debugpy, aiohttp, raydap.bridge.server.bridge"
+# Reinstall only when the dependencies change. pip compiles every file it installs, and must:
+# where PYTHONDONTWRITEBYTECODE is set (CI's machines set it) nothing imported later is ever
+# cached, and every Ray process would compile Ray again (tried: the matrix took 8 minutes, not 5).
+PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) --upgrade pip
 	$(PIP_INSTALL) -e .
-	$(WARM_UP)
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml $(RUN_STAMP)
