@@ -44,7 +44,7 @@ $(BIN)/python:
 	$(PYTHON_CMD) -m venv $(VENV)
 
 # Reinstall only when the dependencies change. pip compiles every file it installs, and must:
-# where PYTHONDONTWRITEBYTECODE is set (CI's machines set it) nothing imported later is ever
+# where PYTHONDONTWRITEBYTECODE is set (this machine sets it) nothing imported later is ever
 # cached, and every Ray process would compile Ray again (tried: the matrix took 8 minutes, not 5).
 PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
