@@ -28,11 +28,16 @@ def nodes(tree: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def wait_for_stacks(bridge: BridgeProcess, job_id: str, count: int) -> dict[str, Any]:
+    """The job's merged stacks once every rank stands where it will stay: ``count - 1`` in
+    ``wait_for_peers``, one in ``compute`` (a rank that Ray starts late on a loaded machine
+    may still be on its way there: once, it was read before it reached ``compute``)."""
+
     def merged() -> dict[str, Any] | None:
         answer = bridge.get(f"/api/v1/stacks?job={job_id}")
         if len(answer["workers"]) == count and not answer["failed"]:
+            functions = [n["function"] for n in nodes(answer["tree"])]
             waiting = [n for n in nodes(answer["tree"]) if n["function"] == "wait_for_peers"]
-            if waiting and len(waiting[0]["workers"]) == count - 1:
+            if waiting and len(waiting[0]["workers"]) == count - 1 and "compute" in functions:
                 return answer
         return None
 
