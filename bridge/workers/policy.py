@@ -37,8 +37,7 @@ class HoldPolicy:
         self.hold_timeout = hold_timeout
         self.detach_grace = detach_grace
         self._touched: dict[str, float] = {}
-        self._idle: set[str] = set()
-        #: When each idle worker last started to run unwatched.
+        #: When each worker waiting out its grace last started to run unwatched.
         self._unwatched_since: dict[str, float] = {}
         self._kept: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -59,10 +58,10 @@ class HoldPolicy:
         """The worker's state changed: detach it once it has run unwatched for the grace."""
         if rid in self._kept or upstream.state is not State.RUNNING or upstream.clients:
             return
+        waiting = rid in self._unwatched_since
         self._unwatched_since[rid] = time.monotonic()  # a later resume starts the grace again
-        if rid in self._idle:
+        if waiting:
             return
-        self._idle.add(rid)
         task = asyncio.create_task(self._detach_if_idle(rid, upstream))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -73,8 +72,7 @@ class HoldPolicy:
         resumed by it and lost. The grace counts from the worker's last resume; a stop
         within it is simply held."""
         try:
-            await asyncio.sleep(self.detach_grace)
-            # Resumed again meanwhile: the grace counts from then (a deadline that moves).
+            # A deadline that moves: resumed again meanwhile, the grace counts from then.
             left = self._unwatched_since[rid] + self.detach_grace - time.monotonic()
             while left > 0:
                 await asyncio.sleep(left)
@@ -82,7 +80,6 @@ class HoldPolicy:
             if upstream.state is State.RUNNING and not upstream.clients:
                 await upstream.detach()
         finally:
-            self._idle.discard(rid)
             self._unwatched_since.pop(rid, None)
 
     async def expire(self, upstreams: dict[str, Upstream], resume: Resume) -> None:
