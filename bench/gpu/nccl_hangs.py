@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """raydap's collective diagnosis on a real GPU, with raydap's own code in the ranks and judge.
 
-Run on a machine with one GPU and torch with NCCL (no Ray needed), from the repository's root:
+Run on a machine with one GPU and torch with NCCL (no Ray needed; pydantic, which the judge's
+records are made of, must import), from the repository's root:
 ``python3 bench/gpu/nccl_hangs.py``; or on CPU as a dry run, with the suite's torch:
 ``.venv/bin/python bench/gpu/nccl_hangs.py --backend gloo``. Four ranks of one world share
 the GPU: each gets its own ``NCCL_HOSTID`` and NCCL speaks sockets over ``lo`` (P2P, SHM and
