@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,14 +24,17 @@ from pathlib import Path
 
 import psutil
 
+from raydap.bridge.client.ports import free_ports
+
 #: In the environment of every process a :class:`LocalRay` head starts: its temp dir.
 MARK = "RAYDAP_LOCAL_RAY"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+#: ``ray start`` options for the ports a head binds beside the GCS's and the dashboard's.
+_PORT_OPTIONS = (
+    "ray-client-server-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+    "runtime-env-agent-port", "metrics-export-port", "node-manager-port", "object-manager-port",
+)  # fmt: skip
 
 
 class LocalRay:
@@ -43,8 +45,11 @@ class LocalRay:
         self.num_cpus = num_cpus
         self.env = env or {}
         self.startup_timeout = startup_timeout
-        self.gcs_port = free_port()
-        self.dashboard_port = free_port()
+        # Every port the head binds is named: Ray's own defaults (10001, 52365...) are shared
+        # by every head on the machine, and the ports it picks itself can be taken meanwhile.
+        ports = free_ports(len(_PORT_OPTIONS) + 2)
+        self.gcs_port, self.dashboard_port = ports[:2]
+        self.other_ports = dict(zip(_PORT_OPTIONS, ports[2:], strict=True))
         # Short: Ray's socket paths under the temp dir must stay under 107 characters.
         self.temp_dir = Path(tempfile.mkdtemp(prefix="rdp", dir="/tmp"))
         self.process: subprocess.Popen[bytes] | None = None
@@ -70,6 +75,7 @@ class LocalRay:
             f"--temp-dir={self.temp_dir}",
             f"--num-cpus={self.num_cpus}",
             "--disable-usage-stats",
+            *(f"--{option}={port}" for option, port in self.other_ports.items()),
         ]  # fmt: skip
         log = open(self.temp_dir / "ray-start.log", "wb")  # noqa: SIM115 (kept for the process)
         env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", **self.env)

@@ -15,7 +15,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from raydap.bridge.client.local_ray import LocalRay, free_port
+from raydap.bridge.client.local_ray import LocalRay
+from raydap.bridge.client.ports import free_port
 from tests.e2e.conftest import start_bridge, start_job, stop_bridge, stop_job
 from tests.waiting import until
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from raydap.bridge.client.dap_client import DapClient
-from raydap.bridge.client.local_ray import LocalRay, free_port
+from raydap.bridge.client.local_ray import LocalRay
+from raydap.bridge.client.ports import free_port
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, Job, start_bridge, start_job, stop_bridge, stop_job
 from tests.e2e.test_bridge import evaluate, stopped_frame

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from raydap.bridge.client.local_ray import LocalRay, free_port, stop_process_tree
+from raydap.bridge.client.local_ray import LocalRay, stop_process_tree
+from raydap.bridge.client.ports import free_port
 from tests.waiting import wait_until
 
 from .conftest import (

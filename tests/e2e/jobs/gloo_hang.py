@@ -7,19 +7,14 @@ Each rank is told its rank only as ``init_process_group``'s argument, the plain 
 in its environment names it."""
 
 import os
-import socket
 import time
 
 import ray
 
+from raydap.bridge.client.ports import free_port  # the master's port, taken by no lane meanwhile
+
 ray.init(runtime_env={"worker_process_setup_hook": "raydap.live.setup"})
 print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @ray.remote(num_cpus=0.25)
