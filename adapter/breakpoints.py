@@ -23,6 +23,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from raydap.adapter.capture_points import for_worker
+
 #: Which breakpoint list: ``(command, path)``; the path is "" for function breakpoints.
 BookKey = tuple[str, str]
 #: A breakpoint as the client asked for it, hashable (canonical JSON of its object).
@@ -60,7 +62,7 @@ def set_arguments(base: dict[str, Any], path: str, union: Sequence[Spec]) -> dic
     """A set request for a worker: ``base`` (the client's other arguments) with the union as
     its breakpoints, for the worker's ``path`` ("" for function breakpoints)."""
     arguments = {k: v for k, v in base.items() if k != "lines"}  # lines: the deprecated form
-    arguments["breakpoints"] = [json.loads(spec) for spec in union]
+    arguments["breakpoints"] = [for_worker(json.loads(spec)) for spec in union]
     if path:
         arguments["source"] = {**arguments.get("source", {}), "path": path}
     return arguments

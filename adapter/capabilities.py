@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from raydap.adapter.capture_points import BREAKPOINT_MODES
+
 #: debugpy 1.8's answer to ``initialize``, used until the bridge holds a worker to ask.
 DEBUGPY_CAPABILITIES: dict[str, Any] = {
     "supportsCompletionsRequest": True,
@@ -37,9 +39,10 @@ DEBUGPY_CAPABILITIES: dict[str, Any] = {
 
 
 def bridge_capabilities(upstream: dict[str, Any] | None) -> dict[str, Any]:
-    """The worker's capabilities minus killing it: a Ray worker belongs to Ray, not to the
-    editor, so ``terminate`` is never offered."""
+    """The worker's capabilities minus killing it (a Ray worker belongs to Ray, not to the
+    editor, so ``terminate`` is never offered), plus the bridge's capture points."""
     capabilities = dict(upstream or DEBUGPY_CAPABILITIES)
     capabilities["supportsTerminateRequest"] = False
     capabilities["supportsTerminateDebuggee"] = False
+    capabilities["breakpointModes"] = BREAKPOINT_MODES
     return capabilities

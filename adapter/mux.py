@@ -12,12 +12,13 @@ from __future__ import annotations
 import ast
 import asyncio
 import copy
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from raydap.adapter import in_worker
+from raydap.adapter import capture_points, in_worker
 from raydap.adapter.breakpoints import (
     BOOK_COMMANDS,
     BookKey,
@@ -411,7 +412,11 @@ class WorkerMux:
         """The session's new list for one file (or its function breakpoints): given to every
         worker, and to each that joins later; answered with the session's own ids."""
         key = book_key(request.command, request.args)
-        self.book.set(key, requested(request.command, request.args))
+        asked = requested(request.command, request.args)
+        if request.command == "setBreakpoints":
+            before = [json.loads(entry.spec) for entry in self.book.entries(key)]
+            asked = capture_points.tag(key[1], asked, before)
+        self.book.set(key, asked)
         self._book_arguments[key] = request.args
         workers = list(self._configured.values())
         for worker in workers:

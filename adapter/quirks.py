@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from raydap.live.captures import EVENT as CAPTURE_EVENT
 from raydap.live.collectives import EVENT as GROUPS_EVENT
 from raydap.protocol import Event, Response
 
@@ -22,9 +23,16 @@ def exception_line(message: str | None) -> str:
 #: debugpy's own events, meaningless to an editor talking to the bridge. ``debugpyAttach``
 #: (a child process of the worker wants a client) is the bridge's to answer: an editor given
 #: it would try to reach the worker's node itself. A live worker's process groups are the
-#: bridge's too (:mod:`raydap.live.collectives`).
+#: bridge's too (:mod:`raydap.live.collectives`), and its captures (:mod:`raydap.live.captures`).
 PRIVATE_EVENTS = frozenset(
-    {"debugpyAttach", "debugpySockets", "debugpyWaitingForServer", "initialized", GROUPS_EVENT}
+    {
+        "debugpyAttach",
+        "debugpySockets",
+        "debugpyWaitingForServer",
+        "initialized",
+        GROUPS_EVENT,
+        CAPTURE_EVENT,
+    }
 )
 
 

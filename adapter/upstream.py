@@ -32,6 +32,7 @@ from raydap.adapter.settler import Settler
 from raydap.adapter.stops import Stops
 from raydap.adapter.upstream_life import Happening, Life, after
 from raydap.adapter.worker_breakpoints import WorkerBreakpoints
+from raydap.live.captures import EVENT as CAPTURE_EVENT
 from raydap.live.collectives import EVENT as PROCESS_GROUPS_EVENT
 from raydap.protocol import Event, ProtocolError, Request, Response, Route, event, parse_message
 from raydap.protocol import command as command_info
@@ -136,6 +137,9 @@ class Upstream:
         #: Told of what a ``raydap.live`` worker says of its torch.distributed process groups
         #: as its job makes them (:mod:`raydap.live.collectives`).
         self.on_process_groups: Callable[[object], None] | None = None
+        #: Told of each capture a live worker took at a capture point, or of a point it
+        #: turned off (:mod:`raydap.live.captures`).
+        self.on_capture: Callable[[object], None] | None = None
         #: Stops being moved out of Ray's hook (:mod:`.settler`).
         self._settler = Settler()
         #: Breakpoint settings sent and not answered yet: a stop at one of them may come
@@ -450,6 +454,8 @@ class Upstream:
                 self.on_child(child)
         elif name == PROCESS_GROUPS_EVENT and self.on_process_groups is not None:
             self.on_process_groups(body)
+        elif name == CAPTURE_EVENT and self.on_capture is not None:
+            self.on_capture(body)
         elif name == "terminated":
             # debugpy's adapter says so when the worker process dies, but keeps the socket
             # open: the worker is gone all the same. It says so too while it handles the

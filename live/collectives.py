@@ -31,11 +31,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 from collections.abc import Callable, MutableMapping
 from types import ModuleType
 from typing import Any
 
+from raydap.live import to_bridge
 from raydap.live.timeouts import hold_off
 
 #: The bridge's request, and the event a worker sends when its groups change.
@@ -362,16 +362,9 @@ def serve(environ: MutableMapping[str, str] | None = None) -> Callable[[dict[str
 
     schema._requests_to_types[REQUEST] = _Request
     setattr(PyDevJsonCommandProcessor, f"on_{REQUEST.lower()}_request", on_request)
-    lock = threading.Lock()
 
     def send(body: dict[str, Any]) -> None:
-        import pydevd  # type: ignore[import-not-found]
-
-        writer = getattr(pydevd.get_global_debugger(), "writer", None)
-        if writer is not None:
-            with lock:
-                message = {"type": "event", "event": EVENT, "body": body}
-                writer.add_command(NetCommand(CMD_RETURN, 0, message, is_json=True))
+        to_bridge.send_event(EVENT, body)
 
     return send
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,3 +77,39 @@ async def relay(debuggee: Debuggee) -> AsyncIterator[Relay]:
     await listener.close()
     await upstream.detach()
     await asyncio.sleep(0)
+
+
+#: A stand-in for a live Ray worker, and the line of its loop.
+LIVE_SCRIPT = Path(__file__).parent / "live_debuggee.py"
+LIVE_LOOP = next(
+    i for i, line in enumerate(LIVE_SCRIPT.read_text().splitlines(), 1) if "# LOOP" in line
+)
+
+
+@pytest.fixture
+async def live(tmp_path: Path) -> AsyncIterator[tuple[Upstream, int, Path, subprocess.Popen[str]]]:
+    """The live debuggee held without a stop and served as ``w1``; (upstream, DAP port, the
+    file that ends its loop, the process)."""
+    flag = tmp_path / "done"
+    process = subprocess.Popen(
+        [sys.executable, "-Xfrozen_modules=off", str(LIVE_SCRIPT), str(flag)],
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1"),
+    )  # fmt: skip
+    assert process.stdout is not None
+    port = int(process.stdout.readline())
+    upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="w1", request_timeout=5)
+    await upstream.handshake(expect_stop=False)
+
+    async def resolve(arguments: dict[str, object]) -> WorkerFeed:
+        return SingleWorker(Worker("w1", upstream, live=True))
+
+    listener = DapListener(
+        resolve, lambda: bridge_capabilities(upstream.capabilities), authorize=any_attach
+    )
+    _, dap_port = await listener.start("127.0.0.1", 0)
+    yield upstream, dap_port, flag, process
+    await listener.close()
+    await upstream.detach()
+    if process.poll() is None:
+        process.kill()
+    process.wait()

@@ -4,60 +4,18 @@ that runs untraced until the session's breakpoint reaches it."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-
 from raydap.adapter import (
-    SingleWorker,
     State,
     Upstream,
-    Worker,
-    WorkerFeed,
-    bridge_capabilities,
-    open_tcp_channel,
 )
 from raydap.bridge.client.dap_client import DapClient
-from raydap.bridge.server.dap_listener import DapListener
 from tests.conftest import Connect
-from tests.integration.adapter.conftest import any_attach
+from tests.integration.adapter.conftest import LIVE_LOOP as LOOP
+from tests.integration.adapter.conftest import LIVE_SCRIPT as SCRIPT
 from tests.waiting import until
-
-SCRIPT = Path(__file__).parent / "live_debuggee.py"
-LOOP = next(i for i, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "# LOOP" in line)
-
-
-@pytest.fixture
-async def live(tmp_path: Path) -> AsyncIterator[tuple[Upstream, int, Path, subprocess.Popen[str]]]:
-    """The live debuggee held without a stop and served as ``w1``; (upstream, DAP port, the
-    file that ends its loop, the process)."""
-    flag = tmp_path / "done"
-    process = subprocess.Popen(
-        [sys.executable, "-Xfrozen_modules=off", str(SCRIPT), str(flag)],
-        stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1"),
-    )  # fmt: skip
-    assert process.stdout is not None
-    port = int(process.stdout.readline())
-    upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="w1", request_timeout=5)
-    await upstream.handshake(expect_stop=False)
-
-    async def resolve(arguments: dict[str, object]) -> WorkerFeed:
-        return SingleWorker(Worker("w1", upstream, live=True))
-
-    listener = DapListener(
-        resolve, lambda: bridge_capabilities(upstream.capabilities), authorize=any_attach
-    )
-    _, dap_port = await listener.start("127.0.0.1", 0)
-    yield upstream, dap_port, flag, process
-    await listener.close()
-    await upstream.detach()
-    if process.poll() is None:
-        process.kill()
-    process.wait()
 
 
 async def test_a_breakpoint_reaches_a_running_worker_and_leaves_with_its_client(

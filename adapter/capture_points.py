@@ -1,0 +1,116 @@
+"""Capture points as breakpoints: the DAP mode ``capture``, and what a worker is given for one.
+
+A client sets a capture point as a source breakpoint with ``"mode": "capture"`` (DAP 1.65's
+``breakpointModes``; VS Code offers it under "Edit Mode"). Before it enters the books it is
+tagged (:func:`tag`) with its settings under ``"capture"``: the point's id, made from where it
+is and what it asks so that every session and door setting the same point names it alike, its
+limits, and the time it expires, kept from the list the session set before so that sending a
+file's list again changes nothing. A worker is given a plain breakpoint whose condition calls
+:func:`raydap.live.captures.hit` and is always false (:func:`for_worker`): it never stops.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MODE = "capture"
+#: What the bridge offers in ``capabilities.breakpointModes``.
+BREAKPOINT_MODES = [
+    {
+        "mode": MODE,
+        "label": "Capture (no stop)",
+        "description": "Record the stack and locals of every rank that reaches this line, and "
+        "let it run on",
+        "appliesTo": ["source"],
+    }
+]
+#: The field of a breakpoint object that holds a capture point's settings.
+SETTINGS = "capture"
+#: The settings a point gets unless it asks otherwise (see :class:`raydap.live.captures.Limits`).
+DEFAULTS: dict[str, Any] = {"interval": 1.0, "most": 50, "budget_ms": 50.0}
+#: How long a point captures (seconds) unless it asks otherwise.
+LIFETIME = 3600.0
+#: What a point may ask beside its line and condition, and what the worker reads.
+LIMIT_FIELDS = ("interval", "most", "budget_ms", "until")
+FILTER_FIELDS = ("rank", "job")
+_WORKER_FIELDS = ("id", "condition", *LIMIT_FIELDS, *FILTER_FIELDS)
+
+
+def is_capture(breakpoint: Mapping[str, Any]) -> bool:
+    return breakpoint.get("mode") == MODE
+
+
+def point_id(path: str, breakpoint: Mapping[str, Any]) -> str:
+    """The id of the point at ``path`` and the breakpoint's line, condition and filters."""
+    settings = breakpoint.get(SETTINGS)
+    asked = {
+        "path": path, "line": breakpoint.get("line"), "condition": breakpoint.get("condition"),
+        **{k: settings.get(k) for k in FILTER_FIELDS if isinstance(settings, dict)},
+    }  # fmt: skip
+    digest = hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
+    return f"cp-{digest[:10]}"
+
+
+def tag(
+    path: str, breakpoints: Iterable[dict[str, Any]], before: Iterable[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """``breakpoints`` with each capture point's settings filled in (new objects); a point in
+    ``before`` (the list as it was) keeps its settings, its expiry included."""
+    kept = {
+        settings["id"]: settings
+        for b in before
+        if is_capture(b) and isinstance(settings := b.get(SETTINGS), dict) and "id" in settings
+    }
+    tagged = []
+    for breakpoint in breakpoints:
+        if not is_capture(breakpoint):
+            tagged.append(breakpoint)
+            continue
+        asked = breakpoint.get(SETTINGS)
+        asked = asked if isinstance(asked, dict) else {}
+        pid = point_id(path, breakpoint)
+        settings = kept.get(pid) or {
+            **DEFAULTS,
+            "until": time.time() + LIFETIME,
+            **_valid(asked),
+            "id": pid,
+        }
+        tagged.append({**breakpoint, SETTINGS: settings})
+    return tagged
+
+
+def _valid(asked: Mapping[str, Any]) -> dict[str, Any]:
+    """The limits and filters a client asked for that a worker can use (others are dropped:
+    a breakpoint object has no way to refuse one field)."""
+    valid: dict[str, Any] = {}
+    for name in LIMIT_FIELDS:
+        value = asked.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            valid[name] = value
+    rank, job = asked.get("rank"), asked.get("job")
+    if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0:
+        valid["rank"] = rank
+    if isinstance(job, str) and 0 < len(job) <= 64:
+        valid["job"] = job
+    return valid
+
+
+def for_worker(breakpoint: dict[str, Any]) -> dict[str, Any]:
+    """What debugpy is given for a breakpoint: a capture point becomes a breakpoint whose
+    condition captures and is false; anything else is given as it is."""
+    settings = breakpoint.get(SETTINGS)
+    if not is_capture(breakpoint) or not isinstance(settings, dict) or "id" not in settings:
+        return breakpoint
+    given = {"condition": breakpoint.get("condition"), **settings}
+    given = {k: given[k] for k in _WORKER_FIELDS if given.get(k) is not None}
+    call = (
+        f"__import__('raydap.live.captures', fromlist=['hit'])"
+        f".hit({settings['id']!r}, {json.dumps(given, sort_keys=True)!r})"
+    )
+    # The settings ride along (debugpy ignores fields it does not know), so a list kept for
+    # workers that start later still says which capture points it holds.
+    return {"line": breakpoint.get("line"), "condition": call, SETTINGS: settings, "mode": MODE}

@@ -1,0 +1,353 @@
+"""Reading a running frame's values without running anything of the program.
+
+A capture is taken on the worker's own thread, in the middle of its work, so reading must never
+call the program back: no ``__repr__``, no property, no ``__getattr__``, no ``__iter__`` of a
+class of its own, which could sleep, raise, take a lock or recurse. Values are read from their
+structure instead: builtin scalars by their builtin repr, containers through the builtin type's
+own C methods (a subclass's overrides are never called), an object's attributes through the
+C descriptors of its ``__dict__`` and ``__slots__`` found on its class. Tensors and arrays give
+their shape, dtype and device, and their values only when small and in CPU memory: a capture
+never synchronizes a GPU or copies device memory.
+
+Every bound (:class:`Bounds`) cuts where it is reached and says so in the value (``cut``), so a
+reader can tell a short list from a list shown short. Names that look secret are redacted.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import linecache
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A value as captured: ``type`` and ``value`` (a display string), ``children`` (each a value
+#: with its ``name``), ``cut`` (why it or its children stop short) and, for tensors and arrays,
+#: ``shape``, ``dtype``, ``device``.
+Node = dict[str, Any]
+
+SECRET_NAMES = ("*token*", "*password*", "*secret*", "*key*")
+REDACTED = "<redacted>"
+_SCALARS = (type(None), bool, int, float, complex)
+_CALLABLES = (
+    types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
+    types.CodeType, types.FrameType, types.TracebackType,
+)  # fmt: skip
+_SMALL_ARRAY = 16
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How much one capture takes (the defaults are Cloud Debugger's, which ran in production
+    for years: 20 frames, locals in the top 5, 256 characters a value, 25 items)."""
+
+    frames: int = 20
+    frames_with_locals: int = 5
+    depth: int = 3
+    items: int = 25
+    chars: int = 256
+    #: Roughly the capture's JSON size: values past it are cut.
+    bytes: int = 32 * 1024
+    #: Source lines kept around each frame with locals, before and after its line.
+    context_lines: int = 8
+    secret_names: tuple[str, ...] = SECRET_NAMES
+
+
+@dataclass
+class _Budget:
+    left: int
+    cut: bool = False
+    seen: set[int] = field(default_factory=set)
+
+    def take(self, size: int) -> bool:
+        if self.left <= 0:
+            self.cut = True
+            return False
+        self.left -= size
+        return True
+
+
+def is_secret(name: str, patterns: tuple[str, ...]) -> bool:
+    lowered = name.lower()
+    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in patterns)
+
+
+def read_frames(frame: types.FrameType | None, bounds: Bounds) -> tuple[list[Node], bool]:
+    """The stack from ``frame`` outwards: ``(frames, cut)``, each frame with its function,
+    path, line, source lines around it and, in the innermost ones, its locals."""
+    budget = _Budget(bounds.bytes)
+    frames: list[Node] = []
+    cut = False
+    while frame is not None:
+        if len(frames) == bounds.frames:
+            cut = True
+            break
+        code = frame.f_code
+        entry: Node = {
+            "function": getattr(code, "co_qualname", code.co_name),
+            "path": code.co_filename,
+            "line": frame.f_lineno,
+        }
+        if len(frames) < bounds.frames_with_locals:
+            entry["source"] = _source(code.co_filename, frame.f_lineno, frame.f_globals, bounds)
+            entry["locals"] = _locals(frame, bounds, budget)
+        frames.append(entry)
+        frame = frame.f_back
+    return frames, cut or budget.cut
+
+
+def read_value(value: object, bounds: Bounds) -> Node:
+    """One value, under ``bounds`` (its own byte budget)."""
+    return _read(value, bounds, _Budget(bounds.bytes), 0)
+
+
+def _locals(frame: types.FrameType, bounds: Bounds, budget: _Budget) -> list[Node]:
+    named: list[Node] = []
+    for name, value in dict(frame.f_locals).items():
+        if not budget.take(len(name) + 16):
+            named.append({"name": name, "type": "", "value": "", "cut": "capture size"})
+            continue
+        named.append({"name": name, **_named(name, value, bounds, budget, 0)})
+    return named
+
+
+def _named(name: str, value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
+    if is_secret(name, bounds.secret_names):
+        return {"type": _type_name(type(value)), "value": REDACTED, "cut": "redacted"}
+    return _read(value, bounds, budget, depth)
+
+
+def _read(value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
+    kind = type(value)
+    if issubclass(kind, _SCALARS):
+        return _scalar(value, kind, bounds, budget)
+    if issubclass(kind, (str, bytes, bytearray)):
+        return _text(value, kind, bounds, budget)
+    if (array := _array(value, kind, bounds)) is not None:
+        budget.take(len(str(array)))
+        return array
+    if issubclass(kind, _CALLABLES) or issubclass(kind, type):
+        shown = _callable_name(value, kind)
+        budget.take(len(shown))
+        return {"type": _type_name(kind), "value": shown}
+    if id(value) in budget.seen:
+        return {"type": _type_name(kind), "value": "<seen above>", "cut": "cycle"}
+    budget.seen.add(id(value))
+    try:
+        return _composite(value, kind, bounds, budget, depth)
+    finally:
+        budget.seen.discard(id(value))
+
+
+def _scalar(value: Any, kind: type, bounds: Bounds, budget: _Budget) -> Node:
+    base = next(t for t in _SCALARS if issubclass(kind, t))
+    if base is int and not issubclass(kind, bool) and int.bit_length(value) > 4000:
+        shown, cut = f"an int of {int.bit_length(value)} bits", "too long"
+    else:
+        builtin_repr: Any = base.__repr__
+        shown, cut = builtin_repr(value), None
+        if len(shown) > bounds.chars:
+            shown, cut = shown[: bounds.chars], "too long"
+    budget.take(len(shown))
+    node: Node = {"type": _type_name(kind), "value": shown}
+    return node if cut is None else {**node, "cut": cut}
+
+
+def _text(value: Any, kind: type, bounds: Bounds, budget: _Budget) -> Node:
+    """A string or bytes, through the builtin type (a subclass's ``__str__`` is not called)."""
+    head: str | bytes
+    if issubclass(kind, str):
+        text = str.__str__(value)
+        length, head = len(text), text[: bounds.chars]
+    else:
+        base: Any = bytes if issubclass(kind, bytes) else bytearray
+        length, head = base.__len__(value), bytes(base.__getitem__(value, slice(0, bounds.chars)))
+    shown = repr(head)
+    budget.take(len(shown))
+    node: Node = {"type": _type_name(kind), "value": shown}
+    if length > bounds.chars:
+        node["cut"] = f"{length - bounds.chars} more characters"
+    return node
+
+
+def _composite(value: Any, kind: type, bounds: Bounds, budget: _Budget, depth: int) -> Node:
+    items, length = _items(value, kind, bounds)
+    if items is None:
+        return _object(value, kind, bounds, budget, depth)
+    node: Node = {"type": _type_name(kind), "value": f"{_type_name(kind)} of {length}"}
+    budget.take(len(node["value"]))
+    if depth >= bounds.depth:
+        return {**node, "cut": "depth"} if length else node
+    children = []
+    for name, item in items:
+        if not budget.take(len(name) + 16):
+            node["cut"] = "capture size"
+            break
+        children.append({"name": name, **_named(name, item, bounds, budget, depth + 1)})
+    node["children"] = children
+    if length > len(children) and "cut" not in node:
+        node["cut"] = f"{length - len(children)} more items"
+    return node
+
+
+def _items(value: Any, kind: type, bounds: Bounds) -> tuple[list[tuple[str, Any]] | None, int]:
+    """Up to ``bounds.items`` (name, item) pairs of a builtin container, through the builtin
+    type's methods; ``None`` for anything else."""
+    limit = bounds.items
+    if issubclass(kind, dict):
+        pairs: list[tuple[str, Any]] = []
+        for key, item in dict.items(value):
+            if len(pairs) == limit:
+                break
+            pairs.append((_key_name(key, bounds), item))
+        return pairs, dict.__len__(value)
+    sequence: Any
+    for sequence in (list, tuple):
+        if issubclass(kind, sequence):
+            length = sequence.__len__(value)
+            shown = min(limit, length)
+            return [(str(i), sequence.__getitem__(value, i)) for i in range(shown)], length
+    for unordered in (set, frozenset):
+        if issubclass(kind, unordered):
+            found: list[tuple[str, Any]] = []
+            for item in unordered.__iter__(value):
+                if len(found) == limit:
+                    break
+                found.append((str(len(found)), item))
+            return found, unordered.__len__(value)
+    return None, 0
+
+
+def _key_name(key: object, bounds: Bounds) -> str:
+    kind = type(key)
+    if kind is str:
+        return str(key)[: bounds.chars]
+    if kind in _SCALARS:
+        return repr(key)[: bounds.chars]
+    return f"<{_type_name(kind)}>"
+
+
+def _object(value: Any, kind: type, bounds: Bounds, budget: _Budget, depth: int) -> Node:
+    """An instance of a class of the program: its attributes, read through the C descriptors
+    on its class (a ``__dict__`` or ``__slots__`` the class replaced is not read)."""
+    node: Node = {"type": _type_name(kind), "value": f"<{_type_name(kind)} object>"}
+    budget.take(len(node["value"]))
+    attributes = _attributes(value, kind)
+    if not attributes:
+        return node
+    if depth >= bounds.depth:
+        return {**node, "cut": "depth"}
+    children = []
+    for name, item in attributes[: bounds.items]:
+        if not budget.take(len(name) + 16):
+            node["cut"] = "capture size"
+            break
+        children.append({"name": name, **_named(name, item, bounds, budget, depth + 1)})
+    node["children"] = children
+    if len(attributes) > len(children) and "cut" not in node:
+        node["cut"] = f"{len(attributes) - len(children)} more attributes"
+    return node
+
+
+def _attributes(value: Any, kind: type) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    dict_read = False
+    for klass in type.__dict__["__mro__"].__get__(kind):
+        namespace = type.__dict__["__dict__"].__get__(klass)
+        for name, descriptor in namespace.items():
+            if name == "__dict__" and type(descriptor) is types.GetSetDescriptorType:
+                if dict_read:
+                    continue
+                dict_read = True
+                try:
+                    own = descriptor.__get__(value, kind)
+                except (AttributeError, TypeError):
+                    continue
+                if type(own) is dict:
+                    found[:0] = [(k, v) for k, v in dict.items(own) if type(k) is str]
+            elif type(descriptor) is types.MemberDescriptorType and not name.startswith("__"):
+                try:
+                    found.append((name, descriptor.__get__(value, kind)))
+                except AttributeError:  # a slot never set
+                    continue
+    return found
+
+
+def _array(value: Any, kind: type, bounds: Bounds) -> Node | None:
+    """A torch tensor or numpy array: shape, dtype, device, and small CPU values."""
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(kind, torch.Tensor):
+        if kind not in (torch.Tensor, torch.nn.Parameter):
+            # A subclass (DTensor, a wrapper) runs Python of its own on every access.
+            return {
+                "type": _type_name(kind),
+                "value": f"<{_type_name(kind)}>",
+                "cut": "a tensor subclass is not read",
+            }
+        shape, dtype, device = list(value.shape), str(value.dtype), str(value.device)
+        node: Node = {
+            "type": _type_name(kind), "shape": shape, "dtype": dtype, "device": device,
+            "value": f"tensor{tuple(shape)} {dtype.removeprefix('torch.')} on {device}",
+        }  # fmt: skip
+        small = value.device.type == "cpu" and value.numel() <= _SMALL_ARRAY
+        if small and not value.is_sparse:
+            node["values"] = _cut_text(repr(value.detach().tolist()), bounds)
+        elif value.numel():
+            node["cut"] = "values of a large or device tensor are not read"
+        return node
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and kind is numpy.ndarray:
+        node = {"type": "numpy.ndarray", "shape": list(value.shape), "dtype": str(value.dtype),
+                "device": "cpu", "value": f"ndarray{tuple(value.shape)} {value.dtype}"}  # fmt: skip
+        if value.size <= _SMALL_ARRAY and value.dtype.kind in "biufc":
+            node["values"] = _cut_text(repr(value.tolist()), bounds)
+        elif value.size:
+            node["cut"] = "values of a large array are not read"
+        return node
+    return None
+
+
+def _cut_text(text: str, bounds: Bounds) -> str:
+    return text if len(text) <= bounds.chars else text[: bounds.chars] + "..."
+
+
+def _callable_name(value: Any, kind: type) -> str:
+    if issubclass(kind, type):
+        return f"<class {_type_name(value)}>"
+    if kind is types.ModuleType:
+        return f"<module {_module_name(value)}>"
+    target, target_kind = value, kind
+    if kind is types.MethodType:
+        target = types.MethodType.__dict__["__func__"].__get__(value, kind)
+        target_kind = type(target)
+    if target_kind in (types.FunctionType, types.BuiltinFunctionType):
+        qualname = target_kind.__dict__["__qualname__"].__get__(target, target_kind)
+        return f"<{_type_name(kind)} {qualname}>"
+    return f"<{_type_name(kind)}>"
+
+
+def _module_name(module: types.ModuleType) -> str:
+    descriptor: Any = vars(types.ModuleType)["__dict__"]
+    namespace = descriptor.__get__(module, types.ModuleType)
+    name = dict.get(namespace, "__name__") if type(namespace) is dict else None
+    return name if type(name) is str else "?"
+
+
+def _type_name(kind: type) -> str:
+    module = type.__dict__["__module__"].__get__(kind)
+    qualname = type.__dict__["__qualname__"].__get__(kind)
+    if type(module) is not str or module == "builtins":
+        return str(qualname) if type(qualname) is str else "?"
+    return f"{module}.{qualname}" if type(qualname) is str else module
+
+
+def _source(path: str, line: int, module_globals: dict[str, Any], bounds: Bounds) -> Node:
+    """The lines around ``line``, so the capture shows its code after the worker is gone."""
+    lines = linecache.getlines(path, module_globals)
+    first = max(1, line - bounds.context_lines)
+    last = min(len(lines), line + bounds.context_lines)
+    return {
+        "first": first,
+        "lines": [text.rstrip("\n")[: bounds.chars * 2] for text in lines[first - 1 : last]],
+    }

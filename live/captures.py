@@ -1,0 +1,178 @@
+"""Capture points in a live worker: record the frame and run on, never stop.
+
+The bridge gives a capture point to every live worker as a plain debugpy breakpoint whose
+condition calls :func:`hit` (see :mod:`raydap.adapter.capture_points`) and is always false, so
+pydevd never suspends the thread and never sends ``stopped``: debugpy's own machinery finds the
+line, in children and in workers that start later, on every Python it supports. :func:`hit`
+applies the point's limits, reads the frame (:mod:`.capture_values`, which runs nothing of the
+program) and queues the capture for the bridge (:data:`EVENT`); it never raises and never
+waits. A point whose capture costs the worker more than its budget turns itself off here, at
+once, and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from raydap.live import to_bridge
+from raydap.live.capture_values import Bounds, read_frames
+
+log = logging.getLogger(__name__)
+
+#: The event a capture (or a point's turning itself off) reaches the bridge as.
+EVENT = "raydapCapture"
+#: The frame of pydevd that evaluates a breakpoint's condition, and its local naming the
+#: frame that reached the line.
+_CONDITION_FRAME, _HIT_FRAME = "handle_breakpoint_condition", "new_frame"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A point's limits in each worker (the bridge's defaults fill every field it sends)."""
+
+    #: At most one capture this often, per worker.
+    interval: float = 1.0
+    #: At most this many captures in all, per worker.
+    most: int = 50
+    #: The point stops capturing at this time (seconds since the epoch; 0: never).
+    until: float = 0.0
+    #: A capture that takes longer turns the point off in this worker.
+    budget_ms: float = 50.0
+
+
+@dataclass
+class _Point:
+    """What this worker knows of one point: its settings, and what it did so far."""
+
+    id: str
+    limits: Limits
+    rank: int | None
+    job: str | None
+    condition: types.CodeType | None
+    bounds: Bounds
+    hits: int = 0
+    taken: int = 0
+    last: float = float("-inf")
+    off: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_points: dict[str, _Point] = {}
+_points_lock = threading.Lock()
+
+
+def hit(point: str, settings: str) -> bool:
+    """The condition of a capture point: capture if due, and answer False (never stop)."""
+    try:
+        _hit(point, settings, sys._getframe(1))
+    except Exception:  # a capture must never break the program or stop it
+        log.debug("capture point %s failed", point, exc_info=True)
+    return False
+
+
+def forget() -> None:
+    """Forget every point's state (a test's fresh start)."""
+    with _points_lock:
+        _points.clear()
+
+
+def _hit(point_id: str, settings: str, caller: types.FrameType) -> None:
+    point = _points.get(point_id) or _learn(point_id, settings)
+    with point.lock:
+        point.hits += 1
+        if not _due(point):
+            return
+        frame = _user_frame(caller)
+        if frame is None or (point.rank is not None and _rank() != point.rank):
+            return
+        if point.job is not None and _job() != point.job:
+            return
+        if point.condition is not None:
+            try:
+                if not eval(point.condition, frame.f_globals, frame.f_locals):
+                    return
+            except Exception:  # the user's own condition failed: no capture, as pydevd does
+                return
+        point.last = time.monotonic()
+        point.taken += 1
+        started = time.perf_counter()
+        frames, cut = read_frames(frame, point.bounds)
+        cost_ms = (time.perf_counter() - started) * 1000
+        body = {
+            "point": point_id, "hit": point.hits, "time": time.time(), "cost_ms": cost_ms,
+            "thread": threading.current_thread().name, "frames": frames, "cut": cut,
+        }  # fmt: skip
+        if cost_ms > point.limits.budget_ms:
+            point.off = (
+                f"a capture took {cost_ms:.0f} ms, over the point's budget of "
+                f"{point.limits.budget_ms:g} ms a hit"
+            )
+            body["disabled"] = point.off
+        to_bridge.send_event(EVENT, body)
+
+
+def _learn(point_id: str, settings: str) -> _Point:
+    """A point met for the first time here: its settings parsed and its condition compiled
+    once, not on every hit."""
+    given: dict[str, Any] = json.loads(settings)
+    limits = Limits(**{k: given[k] for k in Limits.__dataclass_fields__ if k in given})
+    condition = given.get("condition")
+    rank, job = given.get("rank"), given.get("job")
+    bounds = Bounds(**{k: given[k] for k in ("frames", "depth", "items", "chars") if k in given})
+    point = _Point(
+        point_id, limits, rank if isinstance(rank, int) else None,
+        job if isinstance(job, str) else None,
+        compile(condition, f"<capture point {point_id}>", "eval") if condition else None,
+        bounds,
+    )  # fmt: skip
+    with _points_lock:
+        return _points.setdefault(point_id, point)
+
+
+def _due(point: _Point) -> bool:
+    limits = point.limits
+    if point.off is not None or point.taken >= limits.most:
+        return False
+    if limits.until and time.time() >= limits.until:
+        return False
+    return time.monotonic() - point.last >= limits.interval
+
+
+def _user_frame(caller: types.FrameType) -> types.FrameType | None:
+    """The frame that reached the line: pydevd names it while it evaluates the condition."""
+    frame: types.FrameType | None = caller
+    while frame is not None:
+        if frame.f_code.co_name == _CONDITION_FRAME:
+            found = frame.f_locals.get(_HIT_FRAME)
+            return found if isinstance(found, types.FrameType) else None
+        frame = frame.f_back
+    return None
+
+
+def _job() -> str | None:
+    """The Ray job this worker runs (None outside Ray)."""
+    ray = sys.modules.get("ray")
+    try:
+        return str(ray.get_runtime_context().get_job_id()) if ray is not None else None
+    except Exception:  # not connected: no job to match
+        return None
+
+
+def _rank() -> int | None:
+    """This worker's torch.distributed rank, or its environment's (``RANK``)."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:  # torch half imported or torn down: the environment says
+        pass
+    rank = os.environ.get("RANK", "")
+    return int(rank) if rank.isdigit() else None

@@ -1,0 +1,81 @@
+"""A capture point set by a real DAP client on a real running debugpy process: the worker
+records its frame and runs on, the client never sees a stop, and the point's limits hold."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from raydap.adapter import Upstream
+from raydap.live.captures import EVENT
+from tests.conftest import Connect
+from tests.integration.adapter.conftest import LIVE_LOOP as LOOP
+from tests.integration.adapter.conftest import LIVE_SCRIPT as SCRIPT
+from tests.waiting import until
+
+Live = tuple[Upstream, int, Path, subprocess.Popen[str]]
+
+
+def listen(upstream: Upstream) -> list[dict[str, Any]]:
+    said: list[dict[str, Any]] = []
+    upstream.on_capture = lambda body: said.append(body) if isinstance(body, dict) else None
+    return said
+
+
+def stops(client: Any) -> list[Any]:
+    return [e for e in client.events if e.event == "stopped"]
+
+
+async def set_capture(client: Any, **settings: Any) -> dict[str, Any]:
+    breakpoint = {"line": LOOP, "mode": "capture", "capture": settings}
+    answer = await client.request(
+        "setBreakpoints", {"source": {"path": str(SCRIPT)}, "breakpoints": [breakpoint]}
+    )
+    return dict(answer.body["breakpoints"][0])
+
+
+async def test_captures_arrive_and_the_worker_never_stops(live: Live, dap_connect: Connect) -> None:
+    upstream, port, flag, process = live
+    captures = listen(upstream)
+    client = await dap_connect("127.0.0.1", port)
+    await client.attach(breakpoint="w1")
+
+    shown = await set_capture(client, interval=0.2, most=3)
+
+    assert shown["verified"] is True
+    await until(lambda: len(captures) >= 3, timeout=10)
+    await asyncio.sleep(0.5)  # time for a fourth, which "most" forbids
+    assert len(captures) == 3
+    top = captures[0]["frames"][0]
+    assert (top["line"], Path(top["path"]).name) == (LOOP, SCRIPT.name)
+    count = next(v for v in top["locals"] if v["name"] == "count")
+    assert count["type"] == "int" and int(count["value"]) >= 0
+    assert top["source"]["lines"][LOOP - top["source"]["first"]].strip().startswith("count += 1")
+    hits = [c["hit"] for c in captures]
+    assert hits == sorted(hits) and hits[-1] - hits[0] >= 2  # the line ran on between them
+    times = [c["time"] for c in captures]
+    assert all(b - a >= 0.19 for a, b in itertools.pairwise(times))
+    assert stops(client) == [] and not upstream.stops
+    assert EVENT not in {e.event for e in client.events}  # the bridge's alone
+
+    flag.touch()
+    assert process.wait(timeout=10) == 0
+
+
+async def test_a_point_over_its_budget_turns_itself_off(live: Live, dap_connect: Connect) -> None:
+    upstream, port, flag, _ = live
+    captures = listen(upstream)
+    client = await dap_connect("127.0.0.1", port)
+    await client.attach(breakpoint="w1")
+
+    await set_capture(client, interval=0, budget_ms=0)
+
+    await until(lambda: bool(captures), timeout=10)
+    await asyncio.sleep(0.5)
+    assert len(captures) == 1  # the one that cost too much, and no other
+    assert "over the point's budget of 0 ms" in captures[0]["disabled"]
+    assert stops(client) == []
+    flag.touch()
