@@ -113,4 +113,5 @@ def for_worker(breakpoint: dict[str, Any]) -> dict[str, Any]:
     )
     # The settings ride along (debugpy ignores fields it does not know), so a list kept for
     # workers that start later still says which capture points it holds.
-    return {"line": breakpoint.get("line"), "condition": call, SETTINGS: settings, "mode": MODE}
+    riding = {**settings, "condition": given["condition"]} if "condition" in given else settings
+    return {"line": breakpoint.get("line"), "condition": call, SETTINGS: riding, "mode": MODE}

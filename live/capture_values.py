@@ -35,6 +35,8 @@ _CALLABLES = (
     types.CodeType, types.FrameType, types.TracebackType,
 )  # fmt: skip
 _SMALL_ARRAY = 16
+#: Roughly what a value's JSON takes beside its strings: ``{"name": , "type": , "value": }``.
+_NODE_OVERHEAD = 40
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,10 @@ def read_frames(frame: types.FrameType | None, bounds: Bounds) -> tuple[list[Nod
         }
         if len(frames) < bounds.frames_with_locals:
             entry["source"] = _source(code.co_filename, frame.f_lineno, frame.f_globals, bounds)
-            entry["locals"] = _locals(frame, bounds, budget)
+            if code.co_name == "<module>" and frames:  # an outer module's globals: hundreds
+                entry["cut"] = "a module's globals are not captured"
+            else:
+                entry["locals"] = _locals(frame, bounds, budget)
         frames.append(entry)
         frame = frame.f_back
     return frames, cut or budget.cut
@@ -104,10 +109,12 @@ def read_value(value: object, bounds: Bounds) -> Node:
 
 def _locals(frame: types.FrameType, bounds: Bounds, budget: _Budget) -> list[Node]:
     named: list[Node] = []
-    for name, value in dict(frame.f_locals).items():
-        if not budget.take(len(name) + 16):
-            named.append({"name": name, "type": "", "value": "", "cut": "capture size"})
-            continue
+    values = dict(frame.f_locals)
+    for name, value in values.items():
+        if not budget.take(len(name) + _NODE_OVERHEAD):
+            left = len(values) - len(named)
+            named.append({"name": "...", "type": "", "value": "", "cut": f"{left} more locals"})
+            break
         named.append({"name": name, **_named(name, value, bounds, budget, 0)})
     return named
 
@@ -125,11 +132,11 @@ def _read(value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
     if issubclass(kind, (str, bytes, bytearray)):
         return _text(value, kind, bounds, budget)
     if (array := _array(value, kind, bounds)) is not None:
-        budget.take(len(str(array)))
+        budget.take(len(str(array)) + _NODE_OVERHEAD)
         return array
     if issubclass(kind, _CALLABLES) or issubclass(kind, type):
         shown = _callable_name(value, kind)
-        budget.take(len(shown))
+        budget.take(len(shown) + _NODE_OVERHEAD)
         return {"type": _type_name(kind), "value": shown}
     if id(value) in budget.seen:
         return {"type": _type_name(kind), "value": "<seen above>", "cut": "cycle"}
@@ -181,7 +188,7 @@ def _composite(value: Any, kind: type, bounds: Bounds, budget: _Budget, depth: i
         return {**node, "cut": "depth"} if length else node
     children = []
     for name, item in items:
-        if not budget.take(len(name) + 16):
+        if not budget.take(len(name) + _NODE_OVERHEAD):
             node["cut"] = "capture size"
             break
         children.append({"name": name, **_named(name, item, bounds, budget, depth + 1)})
@@ -240,7 +247,7 @@ def _object(value: Any, kind: type, bounds: Bounds, budget: _Budget, depth: int)
         return {**node, "cut": "depth"}
     children = []
     for name, item in attributes[: bounds.items]:
-        if not budget.take(len(name) + 16):
+        if not budget.take(len(name) + _NODE_OVERHEAD):
             node["cut"] = "capture size"
             break
         children.append({"name": name, **_named(name, item, bounds, budget, depth + 1)})

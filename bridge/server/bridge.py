@@ -45,12 +45,15 @@ from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.workers import legacy as legacy_records
+from raydap.bridge.workers.capture_service import CaptureService
+from raydap.bridge.workers.captures import Captures
 from raydap.bridge.workers.group_timeouts import GroupTimeouts
 from raydap.bridge.workers.hang_reports import HangReports
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
 from raydap.bridge.workers.outside_pause import OutsidePause
+from raydap.bridge.workers.points import Points
 from raydap.bridge.workers.registry import Registry
 from raydap.bridge.workers.rescue import Rescuer
 from raydap.bridge.workers.service import Workers
@@ -164,9 +167,20 @@ class Bridge:
         self.audit = AuditLog(settings.audit_log)
         #: What a person can do to workers: the one service behind every door (DAP sessions
         #: find their workers through it; HTTP and MCP act through it).
+        self.captures = Captures(
+            self.registry, settings.captures, most=settings.captures_kept,
+            most_bytes=settings.captures_mb * 2**20,
+        )  # fmt: skip
+        self.holder.on_capture = self.captures.told
+        self.points = Points(self.holder, settings.captures)
+        if self.live is not None:
+            self.live.also_held.append(self.points.held)
         self.workers = Workers(
             self.holder, self.remote_stacks, self.outside_pause, self.hangs,
             job_status=self.dashboard.job_status,
+            capturing=CaptureService(
+                self.captures, self.points, self.live.configuration if self.live else {}
+            ),
         )  # fmt: skip
         #: A rank stopped alone must not get its peers killed (live workers' ranks only).
         self.group_timeouts = (
@@ -258,6 +272,9 @@ class Bridge:
         Raises :class:`~.directories.DirectoryError` before anything starts if a directory it
         writes cannot be used; a start that fails later stops whatever it had started."""
         prepare_directories(self.settings)
+        kept = self.captures.load(), self.points.load()
+        if any(kept):
+            log.info("read back %d captures and %d capture points", *kept)
         try:
             await self._start(received)
         except BaseException:
@@ -443,6 +460,7 @@ class Bridge:
         await self.rescuer.close()
         if self.live is not None:
             await self.live.close()
+        await self.points.close()
         if self.group_timeouts is not None and not self.replaced.is_set():
             await self.group_timeouts.give_back()  # nobody debugs the jobs any more
         await self.holder.close()

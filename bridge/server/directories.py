@@ -1,10 +1,11 @@
 """The directories the bridge writes, made and checked before it starts anything.
 
 On a machine that has never run raydap none of them exists yet (``~/.local/share/raydap/runtime``,
-``$XDG_RUNTIME_DIR/raydap``, ``~/.local/state/raydap/hangs``). Each is made owner-only with its
-missing parents, or, if it is there, checked to be a directory of this user that takes a file.
-One that cannot be used stops the start at once with the path, the reason and the setting that
-picks another, rather than failing half-way with a bare ``[Errno 2]``.
+``$XDG_RUNTIME_DIR/raydap``, ``~/.local/state/raydap/hangs`` and ``.../captures``). Each is
+made owner-only with its missing parents, or, if it is there, checked to be a directory of this
+user that takes a file. One that cannot be used stops the start at once with the path, the
+reason and the setting that picks another, rather than failing half-way with a bare
+``[Errno 2]``.
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ def hang_reports(settings: Settings) -> Directory:
     )
 
 
+def captures(settings: Settings) -> Directory:
+    return Directory(settings.captures, "captures", "RAYDAP_CAPTURES (raydap serve: --captures)")
+
+
 def prepare(settings: Settings, *, longest_socket_name: int = 0) -> None:
     """Make every directory this bridge will write, or raise :class:`DirectoryError` for the
     first one that cannot be used. ``longest_socket_name``: the longest name of a Unix socket
@@ -106,3 +111,4 @@ def prepare(settings: Settings, *, longest_socket_name: int = 0) -> None:
         )
     if settings.hang_watch != "off":
         private_directory(hang_reports(settings))
+    private_directory(captures(settings))

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.server.pdb_relay import NodeIp
 from raydap.bridge.workers import stacks
+from raydap.bridge.workers.captures import CaptureKind
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
@@ -92,6 +94,25 @@ class EvaluateBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     expression: str = Field(min_length=1, max_length=10_000)
     filter: WorkerFilter = Field(default_factory=WorkerFilter)
+
+
+class CapturePointBody(BaseModel):
+    """A capture point set over HTTP (the CLI's ``raydap capture`` sends this)."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1, max_length=4096)
+    line: int = Field(ge=1, le=10_000_000)
+    condition: str | None = Field(None, min_length=1, max_length=2000)
+    job: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[0-9a-fA-F]+$")
+    rank: int | None = Field(None, ge=0, le=1_000_000)
+    #: Seconds between two captures of one worker at least.
+    interval: float | None = Field(None, ge=0, le=86_400)
+    #: Captures of one worker at most.
+    most: int | None = Field(None, ge=1, le=100_000)
+    #: Milliseconds a capture may cost its worker before the point turns itself off.
+    budget_ms: float | None = Field(None, gt=0, le=60_000)
+    #: Seconds until the point stops capturing.
+    expires_in: float | None = Field(None, gt=0, le=7 * 86_400)
 
 
 def _error(
@@ -165,7 +186,8 @@ async def refuse_while_handing_over(
     """While a new bridge takes over (a second or so), what acts on workers is refused with
     why and when to retry, rather than half done; reading goes on."""
     why = request.app[SERVICES].holder.handing_over
-    if why and request.method == "POST" and request.path.startswith("/api/"):
+    acts = request.method not in ("GET", "HEAD", "OPTIONS")
+    if why and acts and request.path.startswith("/api/"):
         error = _error(web.HTTPServiceUnavailable, why)
         error.headers["Retry-After"] = "2"
         raise error
@@ -190,7 +212,8 @@ async def authenticate(
             "this bridge needs a token: send 'Authorization: Bearer <secret>' (raydap "
             "commands find it in the bridge's connection file, or read RAYDAP_TOKEN)",
         )
-    if request.method == "POST" and not token.allows("continue") and request.path != MCP_PATH:
+    acts = request.method not in ("GET", "HEAD", "OPTIONS")
+    if acts and not token.allows("continue") and request.path != MCP_PATH:
         raise _error(
             web.HTTPForbidden, f"the token {token.name!r} may only look: use a debug token"
         )
@@ -354,6 +377,71 @@ async def watch_job(request: web.Request) -> web.Response:
     return web.json_response({"watching": body.job})
 
 
+async def list_capture_points(request: web.Request) -> web.Response:
+    points = request.app[SERVICES].workers.captures.list_points()
+    return web.json_response({"points": [p.model_dump(mode="json") for p in points]})
+
+
+async def set_capture_point(request: web.Request) -> web.Response:
+    body: CapturePointBody = await _body(request, CapturePointBody)
+    if body.condition is not None:
+        try:
+            compile(body.condition, "<condition>", "eval")
+        except SyntaxError as exc:
+            why = f"the condition is not an expression: {exc.msg}"
+            raise _error(web.HTTPBadRequest, why) from None
+    limits = {
+        k: v for k in ("interval", "most", "budget_ms") if (v := getattr(body, k)) is not None
+    }
+    if body.expires_in is not None:
+        limits["until"] = time.time() + body.expires_in
+    owner = f"{request[TOKEN].name} (HTTP)"
+    point = await request.app[SERVICES].workers.captures.set_point(
+        owner, body.path, body.line, condition=body.condition, rank=body.rank, job=body.job,
+        limits=limits,
+    )  # fmt: skip
+    _audit(request, "set capture point", point=point.id, path=body.path, line=body.line,
+           condition=body.condition)  # fmt: skip
+    return web.json_response(point.model_dump(mode="json"), status=201)
+
+
+async def clear_capture_point(request: web.Request) -> web.Response:
+    point = request.match_info["id"]
+    await request.app[SERVICES].workers.captures.clear_point(point)
+    _audit(request, "clear capture point", point=point)
+    return web.json_response({"cleared": point})
+
+
+async def show_capture_point(request: web.Request) -> web.Response:
+    """One expression over the point's latest capture of each rank: side by side."""
+    expression = request.query.get("expression", "")
+    if not expression:
+        raise _error(web.HTTPBadRequest, "say what to show: ?expression=loss")
+    rows = request.app[SERVICES].workers.captures.show(request.match_info["id"], expression)
+    return web.json_response({"point": request.match_info["id"], "expression": expression,
+                              "ranks": rows})  # fmt: skip
+
+
+async def list_captures(request: web.Request) -> web.Response:
+    query = request.query
+    rank = query.get("rank")
+    kind = query.get("kind")
+    if rank is not None and not rank.isdigit():
+        raise _error(web.HTTPBadRequest, f"rank must be a number, not {rank[:20]!r}")
+    if kind is not None and kind not in {k.value for k in CaptureKind}:
+        raise _error(web.HTTPBadRequest, "kind is point or exception")
+    found = request.app[SERVICES].workers.captures.list_captures(
+        job=query.get("job"), rank=int(rank) if rank is not None else None,
+        point=query.get("point"), kind=CaptureKind(kind) if kind else None,
+    )  # fmt: skip
+    return web.json_response({"captures": [c.model_dump(mode="json") for c in found]})
+
+
+async def get_capture(request: web.Request) -> web.Response:
+    capture = request.app[SERVICES].workers.captures.get_capture(request.match_info["id"])
+    return web.json_response(capture.model_dump(mode="json"))
+
+
 async def mcp(request: web.Request) -> web.StreamResponse:
     """MCP for coding agents (streamable HTTP): the tools of ``raydap.bridge.mcp``."""
     endpoint = request.app[SERVICES].mcp
@@ -455,6 +543,12 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_post("/api/v1/hangs/watch", watch_job)
     app.router.add_get("/api/v1/hangs/{job}/report", hang_report)
     app.router.add_get(r"/api/v1/hangs/{job}/report{archive:\.tar\.gz}", hang_report)
+    app.router.add_get("/api/v1/capture-points", list_capture_points)
+    app.router.add_post("/api/v1/capture-points", set_capture_point)
+    app.router.add_delete("/api/v1/capture-points/{id}", clear_capture_point)
+    app.router.add_get("/api/v1/capture-points/{id}/show", show_capture_point)
+    app.router.add_get("/api/v1/captures", list_captures)
+    app.router.add_get("/api/v1/captures/{id}", get_capture)
     app.router.add_get("/api/v1/events", events_socket)
     app.router.add_get("/dap", dap_socket)
     app.router.add_get("/pdb", pdb_socket)

@@ -34,6 +34,11 @@ def default_reports_dir() -> Path:
     return default_root()
 
 
+def default_captures_dir() -> Path:
+    """Beside the hang reports: captures too are kept after the job and the bridge."""
+    return default_reports_dir().parent / "captures"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAYDAP_", extra="forbid")
 
@@ -97,6 +102,17 @@ class Settings(BaseSettings):
     )
     hang_reports_mb: int = Field(
         200, ge=1, le=1_000_000, description="megabytes of hang reports kept at most"
+    )
+    captures: Path = Field(
+        default_factory=default_captures_dir,
+        description="where captures are kept (capture points' and post-mortem stops'; kept "
+        "after the job and across bridges); default $XDG_STATE_HOME/raydap/captures",
+    )
+    captures_kept: int = Field(
+        10_000, ge=1, le=1_000_000, description="captures kept at most (the oldest go first)"
+    )
+    captures_mb: int = Field(
+        256, ge=1, le=1_000_000, description="megabytes of captures kept at most"
     )
     debug_group_timeout: float = Field(
         3600.0, ge=0, le=7 * 86_400,

@@ -108,6 +108,8 @@ class Holder:
         self.live_hooks: LiveHooks | None = None
         #: Why no worker is handed out: set while the workers are lent to a new bridge.
         self.handing_over = ""
+        #: Told of each capture event a worker sends: ``(record id, body)`` (:mod:`.captures`).
+        self.on_capture: Callable[[str, object], None] | None = None
         #: Told of a paused worker whose debug port refuses (see :mod:`.rescue`).
         self.on_refused: Callable[[BreakpointRecord], object] | None = None
 
@@ -279,6 +281,8 @@ class Holder:
         upstream.stops_in_ray_hook = stops_in_ray_hook
         # Set before the handshake: debugpy names waiting children as soon as it is done.
         upstream.on_child = lambda pid: self.hold_child(record.id, pid)
+        if (on_capture := self.on_capture) is not None:  # restored capture points fire at once
+            upstream.on_capture = lambda body: on_capture(record.id, body)
         try:
             hooks = self.live_hooks if record.live else None
             await upstream.handshake(

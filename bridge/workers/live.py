@@ -67,6 +67,8 @@ class LiveWorkers:
         self.configuration: dict[ConfigurationKey, dict[str, Any]] = {}
         self._saving: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Told of each live worker held, after its kept breakpoints were given.
+        self.also_held: list[Callable[[str, Upstream], None]] = []
         holder.live_hooks = self
 
     async def restore(self) -> None:
@@ -152,6 +154,8 @@ class LiveWorkers:
     def held(self, rid: str, upstream: Upstream) -> None:
         """A live worker is attached: what it is given from now on is kept."""
         upstream.on_configured = self.keep
+        for hook in self.also_held:
+            hook(rid, upstream)
 
     def released(self, record: BreakpointRecord) -> None:
         """A live worker is gone: its mark goes too."""

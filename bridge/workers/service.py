@@ -21,6 +21,7 @@ from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.workers import follow, group, stacks
+from raydap.bridge.workers.capture_service import CaptureService
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.follow import JobStatus
 from raydap.bridge.workers.group_timeouts import Follows
@@ -59,6 +60,14 @@ class Workers:
     job_status: JobStatus | None = None
     #: The filters of the follow sessions open now (their jobs are debugged).
     follows: Follows = field(default_factory=Follows)
+    #: Capture points and captures (None: not kept by this bridge).
+    capturing: CaptureService | None = None
+
+    @property
+    def captures(self) -> CaptureService:
+        if self.capturing is None:
+            raise WorkerError("this bridge keeps no captures", Kind.UNAVAILABLE)
+        return self.capturing
 
     # -- a DAP session's workers ---------------------------------------------------------------
 

@@ -98,6 +98,10 @@ class BridgeProcess:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
 
+    def delete(self, path: str) -> Any:
+        with urllib.request.urlopen(self._request(path, None, "DELETE"), timeout=10) as answer:
+            return json.loads(answer.read())
+
     def post_any(self, path: str) -> tuple[int, Any]:
         """A POST's status and JSON answer, whatever the status."""
         try:

@@ -76,6 +76,6 @@ async def test_a_point_over_its_budget_turns_itself_off(live: Live, dap_connect:
     await until(lambda: bool(captures), timeout=10)
     await asyncio.sleep(0.5)
     assert len(captures) == 1  # the one that cost too much, and no other
-    assert "over the point's budget of 0 ms" in captures[0]["disabled"]
+    assert "of CPU, over the point's budget of 0 ms" in captures[0]["disabled"]
     assert stops(client) == []
     flag.touch()

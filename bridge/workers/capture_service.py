@@ -1,0 +1,233 @@
+"""What a person can do with capture points and captures, behind every door but DAP.
+
+The HTTP API, the CLI (through it), the MCP tools and the web page call this; a DAP session
+sets capture points as breakpoints of its own (:mod:`raydap.adapter.capture_points`) and opens
+a capture as a read-only stop. Answers are models and plain values; failures are
+:class:`~raydap.adapter.errors.WorkerError` with a kind each door translates once.
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from raydap.adapter.capture_points import MODE, SETTINGS
+from raydap.adapter.errors import Kind, WorkerError
+from raydap.bridge.workers.captures import Capture, CaptureKind, Captures, CaptureSummary
+from raydap.bridge.workers.points import Points
+
+#: The longest expression read over captures (a path of names, attributes and indexes).
+MAX_PATH = 200
+#: What a captured tensor or array says of itself, read as attributes (``batch.shape``).
+_ARRAY_FIELDS = ("shape", "dtype", "device", "values")
+
+
+class CapturePoint(BaseModel):
+    """A capture point as every door lists it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    path: str
+    line: int
+    condition: str | None = None
+    rank: int | None = None
+    job: str | None = None
+    #: Who set it: the owner's name, or "a DAP session" for an editor's or debugger's.
+    owner: str
+    interval: float
+    most: int
+    budget_ms: float
+    #: When it stops capturing (seconds since the epoch; 0: never).
+    until: float
+    expired: bool
+    captures: int
+    #: Why it turned itself off (its worker's words), if it did.
+    disabled: str | None = None
+
+
+@dataclass
+class CaptureService:
+    captures: Captures
+    points: Points
+    #: The breakpoint lists live workers were given, kept for later ones (DAP sessions' points
+    #: are found there): ``(command, path) -> arguments``.
+    configuration: dict[tuple[str, str], dict[str, Any]]
+
+    def list_points(self) -> list[CapturePoint]:
+        """Every point set, by any door, with what it captured so far."""
+        found: dict[str, tuple[str, str, dict[str, Any]]] = {}
+        for owner, path, point in self.points.all():
+            found[point[SETTINGS]["id"]] = (owner, path, point)
+        for (command, path), arguments in self.configuration.items():
+            if command != "setBreakpoints":
+                continue
+            for point in arguments.get("breakpoints") or []:
+                settings = point.get(SETTINGS) if isinstance(point, dict) else None
+                if point.get("mode") == MODE and isinstance(settings, dict) and "id" in settings:
+                    found.setdefault(settings["id"], ("a DAP session", path, point))
+        counts = self.captures.counts()
+        now = time.time()
+        listed = []
+        for pid, (owner, path, point) in found.items():
+            settings = point[SETTINGS]
+            until = float(settings.get("until") or 0)
+            listed.append(
+                CapturePoint(
+                    id=pid,
+                    path=path,
+                    line=point["line"],
+                    owner=owner,
+                    condition=_user_condition(point, settings),
+                    rank=settings.get("rank"),
+                    job=settings.get("job"),
+                    interval=settings.get("interval", 0),
+                    most=settings.get("most", 0),
+                    budget_ms=settings.get("budget_ms", 0),
+                    until=until,
+                    expired=bool(until) and until <= now,
+                    captures=counts.get(pid, 0),
+                    disabled=self.captures.disabled.get(pid),
+                )
+            )
+        return listed
+
+    async def set_point(
+        self,
+        owner: str,
+        path: str,
+        line: int,
+        *,
+        condition: str | None = None,
+        rank: int | None = None,
+        job: str | None = None,
+        limits: dict[str, float] | None = None,
+    ) -> CapturePoint:
+        settings: dict[str, Any] = {**(limits or {})}
+        if rank is not None:
+            settings["rank"] = rank
+        if job is not None:
+            settings["job"] = job
+        point = await self.points.add(owner, path, line, condition, settings)
+        pid = point[SETTINGS]["id"]
+        return next(p for p in self.list_points() if p.id == pid)
+
+    async def clear_point(self, point: str) -> None:
+        if not await self.points.remove(point):
+            known = any(p.id == point for p in self.list_points())
+            raise WorkerError(
+                f"capture point {point} belongs to a DAP session: clear it there"
+                if known
+                else f"no capture point {point}",
+                Kind.FORBIDDEN if known else Kind.NOT_FOUND,
+            )
+
+    def list_captures(
+        self,
+        *,
+        job: str | None = None,
+        rank: int | None = None,
+        point: str | None = None,
+        kind: CaptureKind | None = None,
+    ) -> list[CaptureSummary]:
+        return self.captures.summaries(job=job, rank=rank, point=point, kind=kind)
+
+    def get_capture(self, capture: str) -> Capture:
+        found = self.captures.get(capture)
+        if found is None:
+            raise WorkerError(f"no capture {capture} (it may have been removed)", Kind.NOT_FOUND)
+        return found
+
+    def show(self, point: str, expression: str) -> list[dict[str, Any]]:
+        """One expression over a point's captures, the latest of each rank (or worker), in
+        rank order: ``{"rank", "worker", "capture", "value"}`` or ``"error"``."""
+        latest: dict[object, Capture] = {}
+        for capture in self.captures.matching(point=point):
+            latest[capture.rank if capture.rank is not None else capture.worker] = capture
+        rows = []
+        for capture in sorted(latest.values(), key=_rank_order):
+            row: dict[str, Any] = {"rank": capture.rank, "worker": capture.worker,
+                                   "capture": capture.id}  # fmt: skip
+            try:
+                row["value"] = read_path(capture, expression)
+            except WorkerError as exc:
+                row["error"] = str(exc)
+            rows.append(row)
+        return rows
+
+
+def _rank_order(capture: Capture) -> tuple[int, str]:
+    return (capture.rank if capture.rank is not None else 1 << 30, capture.worker)
+
+
+def _user_condition(point: dict[str, Any], settings: dict[str, Any]) -> str | None:
+    """The condition a person set (a worker's breakpoint holds it in its settings' call)."""
+    condition = settings.get("condition")
+    if isinstance(condition, str):
+        return condition
+    asked = point.get("condition")
+    return asked if isinstance(asked, str) and "raydap.live.captures" not in asked else None
+
+
+def read_path(capture: Capture, expression: str, frame: int = 0) -> dict[str, Any]:
+    """The captured value at ``expression`` (``loss``, ``batch.shape``, ``cfg["lr"]``,
+    ``xs[0]``) in a frame's locals: a lookup over what was captured, which runs nothing."""
+    steps = _steps(expression)
+    if not 0 <= frame < len(capture.frames):
+        raise WorkerError(f"the capture has no frame {frame}", Kind.INVALID)
+    values = capture.frames[frame].get("locals")
+    if not isinstance(values, list):
+        raise WorkerError("this frame's locals were not captured", Kind.NOT_FOUND)
+    node: dict[str, Any] | None = None
+    children: list[Any] = values
+    for step in steps:
+        if node is not None and step in _ARRAY_FIELDS and step in node:  # a tensor's shape
+            node = {"name": step, "type": "", "value": str(node[step])}
+            children = []
+            continue
+        node = next((c for c in children if isinstance(c, dict) and c.get("name") == step), None)
+        if node is None:
+            where = "" if children is values else " in the captured value"
+            raise WorkerError(f"{step!r} was not captured{where}", Kind.NOT_FOUND)
+        children = node.get("children") or []
+    assert node is not None
+    return node
+
+
+def _steps(expression: str) -> list[str]:
+    """The names along a path expression; anything that would compute is refused."""
+    if len(expression) > MAX_PATH:
+        raise WorkerError(
+            f"an expression over captures is at most {MAX_PATH} characters", Kind.INVALID
+        )
+    try:
+        node = ast.parse(expression.strip(), mode="eval").body
+    except SyntaxError:
+        raise WorkerError(
+            f"not a path over captured values: {expression!r}", Kind.INVALID
+        ) from None
+    steps: list[str] = []
+    while True:
+        if isinstance(node, ast.Name):
+            steps.append(node.id)
+            return steps[::-1]
+        if isinstance(node, ast.Attribute):
+            steps.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+            if not isinstance(key, str | int) or isinstance(key, bool):
+                break
+            steps.append(str(key))
+            node = node.value
+        else:
+            break
+    raise WorkerError(
+        "a capture is read, never run: use names, attributes and constant indexes "
+        f"(loss, batch.shape, cfg['lr'], xs[0]), not {expression!r}",
+        Kind.INVALID,
+    )

@@ -1,0 +1,272 @@
+"""Captures: what a worker's frame held at a capture point, kept after the worker is gone.
+
+A live worker sends each capture on the debug connection the bridge holds
+(:mod:`raydap.live.captures`); :meth:`Captures.told` checks it, names the worker from its record
+(job, rank, node, pid) and keeps it. Captures are bounded three ways, the oldest going first:
+in all (count and bytes), and per point (bytes), so that one hot point of a big job cannot push
+every other capture out; a capture a point has no room for is dropped and counted.
+
+With a directory (``raydap serve --captures DIR``), each capture is also a file there,
+owner-only, read back when the bridge starts (a replaced or restarted bridge lists what the old
+one captured); only files named as this module names them, of this user and not links, are
+read or removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import secrets
+import stat
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from raydap.bridge.workers.registry import Registry
+
+log = logging.getLogger(__name__)
+
+#: The most one capture may take as the worker sent it (its own bound is 32 KB by default).
+MAX_CAPTURE_BYTES = 1024 * 1024
+_FILE = re.compile(r"^cap-[0-9a-f]{12}\.json$")
+
+
+class CaptureKind(str, Enum):
+    #: Taken at a capture point; the worker ran on.
+    POINT = "point"
+    #: Taken of a post-mortem stop, before the worker was let go.
+    EXCEPTION = "exception"
+
+
+class CaptureSummary(BaseModel):
+    """A capture as a list shows it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str = Field(pattern=r"^cap-[0-9a-f]{12}$")
+    kind: CaptureKind
+    job: str | None = None
+    #: The record id of the worker it was taken in.
+    worker: str
+    rank: int | None = None
+    node: str | None = None
+    pid: int | None = None
+    #: When, in seconds since the epoch (the worker's clock).
+    time: float
+    path: str
+    line: int
+    function: str
+    #: The capture point's id, for a point's capture.
+    point: str | None = None
+    #: ``Type: message`` of the exception, for an exception's capture.
+    exception: str | None = None
+    #: Whether a bound cut it short (frames, depth, items or bytes; each cut is marked).
+    truncated: bool = False
+    #: How many times the worker had reached the point's line.
+    hit: int | None = None
+
+
+class Capture(CaptureSummary):
+    """A whole capture: its frames, innermost first, each with its source lines and, near the
+    top, its locals (values as :mod:`raydap.live.capture_values` reads them)."""
+
+    frames: list[dict[str, Any]]
+    thread: str | None = None
+    #: What taking it cost the worker: wall time, and its thread's CPU time.
+    cost_ms: float | None = None
+    cpu_ms: float | None = None
+
+    def summary(self) -> CaptureSummary:
+        return CaptureSummary.model_validate(self.model_dump(include=_SUMMARY_FIELDS))
+
+
+_SUMMARY_FIELDS = set(CaptureSummary.model_fields)
+
+
+class Captures:
+    """Every capture the bridge keeps, oldest first."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        directory: Path | None = None,
+        *,
+        most: int = 10_000,
+        most_bytes: int = 256 * 2**20,
+        point_bytes: int = 64 * 2**20,
+    ) -> None:
+        self.registry = registry
+        self.directory = directory
+        self.most, self.most_bytes, self.point_bytes = most, most_bytes, point_bytes
+        self._kept: OrderedDict[str, tuple[Capture, int]] = OrderedDict()
+        self._bytes = 0
+        self._point_bytes: dict[str, int] = {}
+        #: Points a worker turned off, and why (the worker's own words).
+        self.disabled: dict[str, str] = {}
+        self.taken = 0
+        self.dropped = 0
+        #: Told of each capture kept, and of each point turned off (``(None, point)``).
+        self.listeners: list[Callable[[CaptureSummary | None, str | None], None]] = []
+
+    # -- in ---------------------------------------------------------------------------------
+
+    def told(self, rid: str, body: object) -> None:
+        """A worker's capture event: kept if it reads as one and has room."""
+        if not isinstance(body, dict):
+            return
+        point = body.get("point") if isinstance(body.get("point"), str) else None
+        disabled = body.get("disabled")
+        if point is not None and isinstance(disabled, str) and point not in self.disabled:
+            self.disabled[point] = disabled[:500]
+            self._tell(None, point)
+        capture = self._read(rid, body, point)
+        if capture is not None:
+            self.add(capture)
+
+    def _read(self, rid: str, body: dict[str, Any], point: str | None) -> Capture | None:
+        frames = body.get("frames")
+        if not isinstance(frames, list) or not frames or not isinstance(frames[0], dict):
+            return None
+        record = self.registry.get(rid)
+        top = frames[0]
+        try:
+            return Capture(
+                id=new_id(), kind=CaptureKind.POINT if point else CaptureKind.EXCEPTION,
+                job=record.job_id if record else None, worker=rid,
+                rank=record.rank if record else None, node=record.node_ip if record else None,
+                pid=record.pid if record else None, time=body.get("time"),
+                path=top.get("path"), line=top.get("line"), function=top.get("function"),
+                point=point, exception=body.get("exception"), truncated=bool(body.get("cut")),
+                hit=body.get("hit"), frames=frames, thread=body.get("thread"),
+                cost_ms=body.get("cost_ms"), cpu_ms=body.get("cpu_ms"),
+            )  # fmt: skip
+        except ValidationError as exc:
+            log.info("%s: a capture that does not read as one: %s", rid, exc.errors()[:1])
+            return None
+
+    def add(self, capture: Capture) -> bool:
+        """Keep ``capture`` (and write it down); False when its point has no room left."""
+        text = capture.model_dump_json()
+        size = len(text)
+        point = capture.point or ""
+        if size > MAX_CAPTURE_BYTES or self._point_bytes.get(point, 0) + size > self.point_bytes:
+            self.dropped += 1
+            return False
+        self._kept[capture.id] = (capture, size)
+        self._bytes += size
+        self._point_bytes[point] = self._point_bytes.get(point, 0) + size
+        self.taken += 1
+        self._write(capture.id, text)
+        while len(self._kept) > self.most or self._bytes > self.most_bytes:
+            self._remove(next(iter(self._kept)))
+        self._tell(capture.summary(), capture.point)
+        return True
+
+    # -- out --------------------------------------------------------------------------------
+
+    def get(self, capture_id: str) -> Capture | None:
+        found = self._kept.get(capture_id)
+        return found[0] if found else None
+
+    def summaries(
+        self,
+        *,
+        job: str | None = None,
+        rank: int | None = None,
+        point: str | None = None,
+        kind: CaptureKind | None = None,
+    ) -> list[CaptureSummary]:
+        """Kept captures, oldest first, that match every filter given."""
+        return [c.summary() for c in self.matching(job=job, rank=rank, point=point, kind=kind)]
+
+    def matching(
+        self,
+        *,
+        job: str | None = None,
+        rank: int | None = None,
+        point: str | None = None,
+        kind: CaptureKind | None = None,
+    ) -> Iterator[Capture]:
+        for capture, _ in self._kept.values():
+            if (
+                (job is None or capture.job == job)
+                and (rank is None or capture.rank == rank)
+                and (point is None or capture.point == point)
+                and (kind is None or capture.kind == kind)
+            ):
+                yield capture
+
+    def counts(self) -> dict[str, int]:
+        """Captures kept per point id."""
+        counted: dict[str, int] = {}
+        for capture, _ in self._kept.values():
+            if capture.point:
+                counted[capture.point] = counted.get(capture.point, 0) + 1
+        return counted
+
+    # -- kept on disk -----------------------------------------------------------------------
+
+    def load(self) -> int:
+        """Read back the captures a previous bridge wrote, oldest first; returns how many."""
+        if self.directory is None:
+            return 0
+        found: list[Capture] = []
+        for path in self.directory.iterdir():
+            if not _FILE.match(path.name):
+                continue
+            try:
+                info = os.lstat(path)
+                if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+                    continue
+                if info.st_size > MAX_CAPTURE_BYTES:
+                    continue
+                found.append(Capture.model_validate_json(path.read_bytes()))
+            except (OSError, ValidationError) as exc:
+                log.info("capture %s not read back: %s", path.name, exc)
+        for capture in sorted(found, key=lambda c: c.time):
+            size = len(capture.model_dump_json())
+            self._kept[capture.id] = (capture, size)
+            self._bytes += size
+            point = capture.point or ""
+            self._point_bytes[point] = self._point_bytes.get(point, 0) + size
+        while len(self._kept) > self.most or self._bytes > self.most_bytes:
+            self._remove(next(iter(self._kept)))
+        return len(self._kept)
+
+    def _write(self, capture_id: str, text: str) -> None:
+        if self.directory is None:
+            return
+        path = self.directory / f"{capture_id}.json"
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            descriptor = os.open(path, flags, 0o600)
+            with os.fdopen(descriptor, "w") as file:
+                file.write(text)
+        except OSError as exc:
+            log.warning("capture %s kept in memory only: %s", capture_id, exc)
+
+    def _remove(self, capture_id: str) -> None:
+        capture, size = self._kept.pop(capture_id)
+        self._bytes -= size
+        point = capture.point or ""
+        self._point_bytes[point] = self._point_bytes.get(point, 0) - size
+        if self.directory is not None:
+            with contextlib.suppress(OSError):
+                (self.directory / f"{capture_id}.json").unlink()
+
+    def _tell(self, summary: CaptureSummary | None, point: str | None) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(summary, point)
+            except Exception:  # one listener's bug never loses a capture
+                log.exception("a capture listener failed")
+
+
+def new_id() -> str:
+    return f"cap-{secrets.token_hex(6)}"

@@ -1,0 +1,159 @@
+"""Capture points set outside a DAP session (HTTP, the CLI, MCP, the web page), by owner.
+
+A DAP session's capture points are its breakpoints and live in its own book. The others are
+kept here: each owner's points per file, given to every live worker held now and to each one
+held later (into the worker's one owner of breakpoints, so that a session setting breakpoints
+in the same file never erases them), and written to ``points.json`` in the captures directory
+so that a bridge that restarts or replaces another gives them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from raydap.adapter import State, Upstream
+from raydap.adapter.breakpoints import spec_of
+from raydap.adapter.capture_points import MODE, SETTINGS, point_id, tag
+from raydap.adapter.errors import Kind, WorkerError
+from raydap.bridge.workers.holder import Holder
+
+log = logging.getLogger(__name__)
+
+FILE = "points.json"
+#: At most this many points kept here (each costs every live worker a condition per hit).
+MOST_POINTS = 100
+
+
+class Points:
+    def __init__(self, holder: Holder, directory: Path | None = None) -> None:
+        self.holder = holder
+        self.directory = directory
+        #: owner -> path -> breakpoint objects (tagged: each with its settings and id).
+        self._points: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def all(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """Every point kept here: (owner, path, breakpoint object)."""
+        return [
+            (owner, path, point)
+            for owner, paths in self._points.items()
+            for path, points in paths.items()
+            for point in points
+        ]
+
+    def owner_of(self, point: str) -> tuple[str, str] | None:
+        """(owner, path) of a point kept here, by its id."""
+        for owner, path, found in self.all():
+            if found[SETTINGS]["id"] == point:
+                return owner, path
+        return None
+
+    async def add(
+        self, owner: str, path: str, line: int, condition: str | None, settings: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Set a point for ``owner`` (the same point again changes nothing); returns it."""
+        asked: dict[str, Any] = {"line": line, "mode": MODE, SETTINGS: settings}
+        if condition:
+            asked["condition"] = condition
+        mine = self._points.setdefault(owner, {}).setdefault(path, [])
+        pid = point_id(path, {**asked, SETTINGS: settings})
+        if not any(p[SETTINGS]["id"] == pid for p in mine):
+            if len(self.all()) >= MOST_POINTS:
+                raise WorkerError(
+                    f"{MOST_POINTS} capture points are set: clear one first", Kind.INVALID
+                )
+            mine.extend(tag(path, [asked]))
+        self.save()
+        await self._give_everywhere(owner, path)
+        return next(p for p in mine if p[SETTINGS]["id"] == pid)
+
+    async def remove(self, point: str) -> bool:
+        found = self.owner_of(point)
+        if found is None:
+            return False
+        owner, path = found
+        self._points[owner][path] = [
+            p for p in self._points[owner][path] if p[SETTINGS]["id"] != point
+        ]
+        self.save()
+        await self._give_everywhere(owner, path)
+        return True
+
+    def held(self, rid: str, upstream: Upstream) -> None:
+        """A live worker is held: it gets every point kept here."""
+        for owner, paths in self._points.items():
+            for path in paths:
+                task = asyncio.ensure_future(self._give(upstream, owner, path))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _give_everywhere(self, owner: str, path: str) -> None:
+        upstreams = [
+            u
+            for r in self.holder.registry.records()
+            if r.live and (u := self.holder.upstreams.get(r.id)) is not None
+        ]
+        await asyncio.gather(*(self._give(u, owner, path) for u in upstreams))
+
+    async def _give(self, upstream: Upstream, owner: str, path: str) -> None:
+        if upstream.state not in (State.RUNNING, State.STOPPED):
+            return
+        specs = [spec_of(p) for p in self._points.get(owner, {}).get(path, [])]
+        given = await upstream.breakpoints.give(
+            owner, ("setBreakpoints", path), specs, {"source": {"path": path}}
+        )
+        if given.refused:
+            log.info("%s refused the capture points in %s: %s", upstream.name, path, given.refused)
+
+    # -- kept on disk -----------------------------------------------------------------------
+
+    def save(self) -> None:
+        if self.directory is None:
+            return
+        path = self.directory / FILE
+        temporary = path.with_suffix(".tmp")
+        try:
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w") as file:
+                json.dump(self._points, file)
+            os.replace(temporary, path)
+        except OSError as exc:
+            log.warning("capture points kept in memory only: %s", exc)
+
+    def load(self) -> int:
+        """The points a previous bridge kept; returns how many."""
+        if self.directory is None:
+            return 0
+        path = self.directory / FILE
+        try:
+            if path.is_symlink() or path.stat().st_uid != os.getuid():
+                return 0
+            loaded = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return 0
+        if not isinstance(loaded, dict):
+            return 0
+        for owner, paths in loaded.items():
+            if not isinstance(paths, dict):
+                continue
+            for file, points in paths.items():
+                kept = [
+                    p
+                    for p in points
+                    if isinstance(p, dict)
+                    and p.get("mode") == MODE
+                    and isinstance(p.get(SETTINGS), dict)
+                    and isinstance(p.get("line"), int)
+                ]
+                if kept:
+                    self._points.setdefault(str(owner), {})[str(file)] = kept[:MOST_POINTS]
+        return len(self.all())
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
