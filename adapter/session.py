@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from raydap.adapter.capabilities import bridge_capabilities
+from raydap.adapter.capture_mux import CaptureFeed, CaptureMux
 from raydap.adapter.channel import Channel
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.mux import SingleWorker, WorkerFeed, WorkerMux
@@ -47,8 +48,9 @@ class AttachError(WorkerError):
     default_kind = Kind.NOT_FOUND
 
 
-#: Finds the workers an attach request names (its arguments), or raises :class:`AttachError`.
-Resolver = Callable[[dict[str, Any]], Awaitable[WorkerFeed]]
+#: Finds the workers (or the capture) an attach request names (its arguments), or raises
+#: :class:`AttachError`.
+Resolver = Callable[[dict[str, Any]], Awaitable[WorkerFeed | CaptureFeed]]
 
 
 class Grant(Protocol):
@@ -95,7 +97,7 @@ class ClientSession:
     ) -> None:
         self.channel = channel
         self.phase = Phase.NEW
-        self.mux: WorkerMux | None = None
+        self.mux: WorkerMux | CaptureMux | None = None
         self.grant: Grant = _Nobody()
         self._resolve = resolve
         self._authorize = authorize
@@ -176,7 +178,8 @@ class ClientSession:
             assert self.mux is not None  # CONFIGURING comes only from an accepted attach
             if move.to is Phase.ATTACHED:
                 self.mux.start()
-        elif not self.grant.allows(command):
+        elif not self.grant.allows(command) and not isinstance(self.mux, CaptureMux):
+            # A capture session runs nothing anywhere: a view token may ask it anything.
             self._fail(
                 request,
                 f"the token {self.grant.name!r} may only look: {command!r} needs a debug token",
@@ -210,6 +213,12 @@ class ClientSession:
             raise AttachError("childSessions needs a client that supports startDebugging")
         resume = self._resume(args.get("resume"))
         feed = await self._resolve(args)
+        if isinstance(feed, CaptureFeed):
+            self.mux = CaptureMux(feed, self._send)
+            self._audit("attach", capture=feed.id)
+            self._send(response_to(request))
+            self._send(event("initialized"))
+            return
         passed_on = ("type", "localRoot", "pathMappings", "token", "allThreads")
         self.mux = WorkerMux(
             feed,
@@ -270,7 +279,7 @@ class ClientSession:
         }
         self._send(event(REPLACED_EVENT, body))
 
-    async def _relay(self, mux: WorkerMux, request: Request) -> None:
+    async def _relay(self, mux: WorkerMux | CaptureMux, request: Request) -> None:
         response = await mux.handle(request)
         self._send(response.model_copy(update={"request_seq": request.seq}))
 

@@ -33,6 +33,9 @@ class ApiClient:
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
         return self._call("POST", path, body or {})
 
+    def delete(self, path: str) -> Any:
+        return self._call("DELETE", path)
+
     def _call(
         self, method: str, path: str, body: dict[str, Any] | None = None, *, raw: bool = False
     ) -> Any:

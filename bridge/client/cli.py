@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticUndefined
 
 from raydap.adapter.quirks import exception_line
+from raydap.bridge.client import capture_cli
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
 from raydap.bridge.client.render import breakpoints_table, table
 from raydap.bridge.client.render_stacks import hang_report, saved_report, stack_tree
@@ -169,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
         "to the next one, until Ctrl-C. A legacy pdb breakpoint (pdb-...) is relayed as is.",
     )
     chosen = attach.add_mutually_exclusive_group(required=True)
-    chosen.add_argument("id", nargs="?", help="worker id or unique prefix (`raydap list`)")
+    chosen.add_argument(
+        "id", nargs="?", help="worker id or unique prefix (`raydap list`), or a capture (cap-...)"
+    )
     chosen.add_argument(
         "--follow", nargs="?", const="", metavar="FILTER",
         help="every worker as it pauses: all, or job=ID,task=GLOB,actor=ID,node=IP",
@@ -184,10 +187,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     target = dap.add_mutually_exclusive_group()
     target.add_argument("--breakpoint", metavar="ID", help="attach to this paused worker")
+    target.add_argument("--capture", metavar="ID", help="open this capture, read-only")
     target.add_argument(
         "--follow", nargs="?", const="", metavar="FILTER",
         help="follow workers as they pause: all, or job=ID,task=GLOB,actor=ID,node=IP",
     )  # fmt: skip
+
+    capture_cli.add_parsers(commands)
 
     commands.add_parser(
         "mcp",
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve": cmd_serve, "list": cmd_list, "continue": cmd_continue, "eval": cmd_eval,
         "snapshot": cmd_snapshot, "doctor": cmd_doctor, "attach": cmd_attach, "demo": cmd_demo,
         "dap": cmd_dap, "stacks": cmd_stacks, "pause": cmd_pause, "hangs": cmd_hangs,
-        "mcp": cmd_mcp,
+        "mcp": cmd_mcp, "capture": capture_cli.cmd_capture, "captures": capture_cli.cmd_captures,
     }[args.command]  # fmt: skip
     try:
         return int(handler(args))
@@ -486,6 +492,8 @@ def cmd_attach(args: argparse.Namespace) -> int:
             return 2
     elif args.id.startswith("pdb-"):
         return legacy.relay(bridge, args.id)
+    elif args.id.startswith("cap-"):
+        target = {"capture": args.id}  # a capture, as a read-only stop
     else:
         target = {"breakpoint": args.id}
     dap_port = bridge.dap_port or int(api.get("/healthz")["dap_port"])
@@ -500,6 +508,8 @@ def cmd_dap(args: argparse.Namespace) -> int:
         target: dict[str, object] = {}
         if args.breakpoint:
             target["breakpoint"] = args.breakpoint
+        elif args.capture:
+            target["capture"] = args.capture
         elif args.follow is not None:
             target["follow"] = adapter.parse_follow(args.follow)
     except BadFilter as exc:

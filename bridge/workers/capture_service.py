@@ -8,22 +8,18 @@ a capture as a read-only stop. Answers are models and plain values; failures are
 
 from __future__ import annotations
 
-import ast
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from raydap.adapter import AttachError, capture_paths
+from raydap.adapter.capture_mux import CaptureFeed
 from raydap.adapter.capture_points import MODE, SETTINGS
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.workers.captures import Capture, CaptureKind, Captures, CaptureSummary
 from raydap.bridge.workers.points import Points
-
-#: The longest expression read over captures (a path of names, attributes and indexes).
-MAX_PATH = 200
-#: What a captured tensor or array says of itself, read as attributes (``batch.shape``).
-_ARRAY_FIELDS = ("shape", "dtype", "device", "values")
 
 
 class CapturePoint(BaseModel):
@@ -142,6 +138,27 @@ class CaptureService:
             raise WorkerError(f"no capture {capture} (it may have been removed)", Kind.NOT_FOUND)
         return found
 
+    def feed(self, capture: str) -> CaptureFeed:
+        """A capture as a DAP session serves it (read-only), by its id or a prefix of it."""
+        matches = [c for c in self.captures.matching() if c.id.startswith(capture)]
+        if len(matches) != 1:
+            raise AttachError(
+                f"no capture {capture} (`raydap captures` lists them)"
+                if not matches
+                else f"{capture} names {len(matches)} captures: give more of the id",
+                Kind.NOT_FOUND if not matches else Kind.INVALID,
+            )
+        [found] = matches
+        who = f"rank {found.rank} " if found.rank is not None else ""
+        where = f"pid {found.pid} on {found.node}" if found.pid else found.worker
+        description = (
+            f"capture point {found.point}, hit {found.hit}" if found.point else "exception"
+        )
+        return CaptureFeed(
+            found.id, f"{who}{found.function} ({where})", found.frames,
+            exception=found.exception, description=description,
+        )  # fmt: skip
+
     def show(self, point: str, expression: str) -> list[dict[str, Any]]:
         """One expression over a point's captures, the latest of each rank (or worker), in
         rank order: ``{"rank", "worker", "capture", "value"}`` or ``"error"``."""
@@ -174,60 +191,11 @@ def _user_condition(point: dict[str, Any], settings: dict[str, Any]) -> str | No
 
 
 def read_path(capture: Capture, expression: str, frame: int = 0) -> dict[str, Any]:
-    """The captured value at ``expression`` (``loss``, ``batch.shape``, ``cfg["lr"]``,
-    ``xs[0]``) in a frame's locals: a lookup over what was captured, which runs nothing."""
-    steps = _steps(expression)
+    """The captured value at ``expression`` in a frame's locals (see
+    :mod:`raydap.adapter.capture_paths`)."""
     if not 0 <= frame < len(capture.frames):
         raise WorkerError(f"the capture has no frame {frame}", Kind.INVALID)
     values = capture.frames[frame].get("locals")
     if not isinstance(values, list):
         raise WorkerError("this frame's locals were not captured", Kind.NOT_FOUND)
-    node: dict[str, Any] | None = None
-    children: list[Any] = values
-    for step in steps:
-        if node is not None and step in _ARRAY_FIELDS and step in node:  # a tensor's shape
-            node = {"name": step, "type": "", "value": str(node[step])}
-            children = []
-            continue
-        node = next((c for c in children if isinstance(c, dict) and c.get("name") == step), None)
-        if node is None:
-            where = "" if children is values else " in the captured value"
-            raise WorkerError(f"{step!r} was not captured{where}", Kind.NOT_FOUND)
-        children = node.get("children") or []
-    assert node is not None
-    return node
-
-
-def _steps(expression: str) -> list[str]:
-    """The names along a path expression; anything that would compute is refused."""
-    if len(expression) > MAX_PATH:
-        raise WorkerError(
-            f"an expression over captures is at most {MAX_PATH} characters", Kind.INVALID
-        )
-    try:
-        node = ast.parse(expression.strip(), mode="eval").body
-    except SyntaxError:
-        raise WorkerError(
-            f"not a path over captured values: {expression!r}", Kind.INVALID
-        ) from None
-    steps: list[str] = []
-    while True:
-        if isinstance(node, ast.Name):
-            steps.append(node.id)
-            return steps[::-1]
-        if isinstance(node, ast.Attribute):
-            steps.append(node.attr)
-            node = node.value
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            key = node.slice.value
-            if not isinstance(key, str | int) or isinstance(key, bool):
-                break
-            steps.append(str(key))
-            node = node.value
-        else:
-            break
-    raise WorkerError(
-        "a capture is read, never run: use names, attributes and constant indexes "
-        f"(loss, batch.shape, cfg['lr'], xs[0]), not {expression!r}",
-        Kind.INVALID,
-    )
+    return capture_paths.read_path(values, expression)

@@ -15,8 +15,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from raydap.adapter import State, Upstream, WorkerFeed, in_worker
+from raydap.adapter import AttachError, State, Upstream, WorkerFeed, in_worker
 from raydap.adapter.breakpoints import Spec
+from raydap.adapter.capture_mux import CaptureFeed
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
@@ -71,9 +72,15 @@ class Workers:
 
     # -- a DAP session's workers ---------------------------------------------------------------
 
-    async def attach(self, arguments: dict[str, Any]) -> WorkerFeed:
-        """The workers a DAP ``attach`` names: one (``breakpoint``), or those a filter follows.
-        The session then talks DAP to them through the adapter's mux (its own ids)."""
+    async def attach(self, arguments: dict[str, Any]) -> WorkerFeed | CaptureFeed:
+        """The workers a DAP ``attach`` names: one (``breakpoint``), or those a filter follows,
+        or a capture (``capture``), served read-only. The session then talks DAP to them
+        through the adapter's mux (its own ids)."""
+        if "capture" in arguments:
+            wanted = arguments["capture"]
+            if not isinstance(wanted, str) or not wanted:
+                raise AttachError('"capture" is a capture id (`raydap captures`)', Kind.INVALID)
+            return self.captures.feed(wanted)
         return await follow.resolve(self.holder, arguments, self.job_status, self.follows)
 
     # -- reading ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 from raydap.bridge.client.local_ray import LocalRay
 from tests.conftest import Connect
 from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line
+from tests.e2e.test_bridge import raydap
 from tests.e2e.test_live import wait_workers
 from tests.waiting import wait_until
 
@@ -71,6 +72,25 @@ async def test_capture_points_record_every_rank_and_the_job_runs_on(
     assert [(r["rank"], r["value"]["value"]) for r in side_by_side["ranks"]] == [
         (0, "0"), (1, "1"), (2, "2"), (3, "3")
     ]  # fmt: skip
+
+    # A capture opened as a read-only stop, through the bridge's own doors.
+    viewer = await dap_connect(bridge.dap_host, bridge.dap_port)
+    await viewer.attach(capture=found[0]["id"])
+    assert (await viewer.wait_event("stopped", timeout=10)).body["reason"] == "capture"
+    [top] = (await viewer.request("stackTrace", {"threadId": 1, "levels": 1})).body["stackFrames"]
+    assert (top["line"], top["name"]) == (STEP, "Rank.train")
+    rank = await viewer.request("evaluate", {"expression": "self.rank", "frameId": top["id"]})
+    assert rank.body["result"] == str(found[0]["rank"])
+    refused = await viewer.request("continue", {"threadId": 1}, check=False)
+    assert not refused.success and "read-only" in (refused.message or "")
+    table = await asyncio.to_thread(
+        raydap, bridge, "captures", "--point", point["id"], "--show", "self.rank"
+    )
+    assert [line.split() for line in table.stdout.splitlines()[1:]] == [
+        ["rank", str(r), str(r)] for r in range(4)
+    ]  # fmt: skip
+    listed = (await asyncio.to_thread(raydap, bridge, "capture", "--list")).stdout
+    assert point["id"] in listed and "(a DAP session)" in listed
 
     # The same line through HTTP, for rank 2 only, at most three captures.
     asked = {"path": SCRIPT, "line": STEP, "rank": 2, "interval": 0.2, "most": 3}
