@@ -16,9 +16,11 @@ reader can tell a short list from a list shown short. Names that look secret are
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import linecache
 import sys
 import types
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +37,8 @@ _CALLABLES = (
     types.CodeType, types.FrameType, types.TracebackType,
 )  # fmt: skip
 _SMALL_ARRAY = 16
+#: Locals pydevd puts in a frame at a post-mortem stop (the exception it stopped on).
+_DEBUGGER_LOCALS = frozenset({"__exception__"})
 #: Roughly what a value's JSON takes beside its strings: ``{"name": , "type": , "value": }``.
 _NODE_OVERHEAD = 40
 
@@ -78,28 +82,50 @@ def is_secret(name: str, patterns: tuple[str, ...]) -> bool:
 def read_frames(frame: types.FrameType | None, bounds: Bounds) -> tuple[list[Node], bool]:
     """The stack from ``frame`` outwards: ``(frames, cut)``, each frame with its function,
     path, line, source lines around it and, in the innermost ones, its locals."""
+    return _read_stack(_outwards(frame), bounds)
+
+
+def read_traceback(
+    traceback: types.TracebackType | None, bounds: Bounds
+) -> tuple[list[Node], bool]:
+    """The frames an exception went through, the raising one first, then the callers of the
+    outermost one (still running: the handler that caught it)."""
+    passed: list[tuple[types.FrameType, int]] = []
+    while traceback is not None:
+        passed.append((traceback.tb_frame, traceback.tb_lineno))
+        traceback = traceback.tb_next
+    outer = _outwards(passed[0][0].f_back) if passed else iter(())
+    return _read_stack(itertools.chain(reversed(passed), outer), bounds)
+
+
+def _outwards(frame: types.FrameType | None) -> Iterator[tuple[types.FrameType, int]]:
+    while frame is not None:
+        yield frame, frame.f_lineno
+        frame = frame.f_back
+
+
+def _read_stack(
+    stack: Iterable[tuple[types.FrameType, int]], bounds: Bounds
+) -> tuple[list[Node], bool]:
     budget = _Budget(bounds.bytes)
     frames: list[Node] = []
-    cut = False
-    while frame is not None:
+    for frame, line in stack:
         if len(frames) == bounds.frames:
-            cut = True
-            break
+            return frames, True
         code = frame.f_code
         entry: Node = {
             "function": getattr(code, "co_qualname", code.co_name),
             "path": code.co_filename,
-            "line": frame.f_lineno,
+            "line": line,
         }
         if len(frames) < bounds.frames_with_locals:
-            entry["source"] = _source(code.co_filename, frame.f_lineno, frame.f_globals, bounds)
+            entry["source"] = _source(code.co_filename, line, frame.f_globals, bounds)
             if code.co_name == "<module>" and frames:  # an outer module's globals: hundreds
                 entry["cut"] = "a module's globals are not captured"
             else:
                 entry["locals"] = _locals(frame, bounds, budget)
         frames.append(entry)
-        frame = frame.f_back
-    return frames, cut or budget.cut
+    return frames, budget.cut
 
 
 def read_value(value: object, bounds: Bounds) -> Node:
@@ -109,7 +135,7 @@ def read_value(value: object, bounds: Bounds) -> Node:
 
 def _locals(frame: types.FrameType, bounds: Bounds, budget: _Budget) -> list[Node]:
     named: list[Node] = []
-    values = dict(frame.f_locals)
+    values = {k: v for k, v in dict(frame.f_locals).items() if k not in _DEBUGGER_LOCALS}
     for name, value in values.items():
         if not budget.take(len(name) + _NODE_OVERHEAD):
             left = len(values) - len(named)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raydap.live import to_bridge
-from raydap.live.capture_values import Bounds, read_frames
+from raydap.live.capture_values import Bounds, read_frames, read_traceback, read_value
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,32 @@ def hit(point: str, settings: str) -> bool:
     return False
 
 
+def capture_exception(budget_ms: float = 1000.0) -> str:
+    """Capture the exception this thread is handling (a post-mortem stop: the bridge asks it
+    through the stop's ``evaluate``) and send it to the bridge; says what it did."""
+    exc_type, exc, traceback = sys.exc_info()
+    if exc is None:
+        return "no exception is being handled here"
+    started, started_cpu = time.perf_counter(), time.thread_time()
+    frames, cut = read_traceback(traceback, Bounds())
+    body = {
+        "exception": f"{exc_type.__name__ if exc_type else 'Exception'}: {_message(exc)}",
+        "time": time.time(), "frames": frames, "cut": cut,
+        "thread": threading.current_thread().name,
+        "cost_ms": (time.perf_counter() - started) * 1000,
+        "cpu_ms": (time.thread_time() - started_cpu) * 1000, "job": _job(), "rank": _rank(),
+    }  # fmt: skip
+    return "captured" if to_bridge.send_event(EVENT, body) else "no debugger client to send to"
+
+
+def _message(exc: BaseException) -> str:
+    """The exception's message, from its ``args`` (its ``__str__`` is the program's code)."""
+    args = BaseException.__dict__["args"].__get__(exc)
+    if len(args) == 1 and type(args[0]) is str:
+        return str(args[0])[:500]
+    return ", ".join(str(read_value(arg, Bounds(depth=0))["value"]) for arg in args[:5])
+
+
 def forget() -> None:
     """Forget every point's state (a test's fresh start)."""
     with _points_lock:
@@ -112,7 +138,7 @@ def _hit(point_id: str, settings: str, caller: types.FrameType) -> None:
         body = {
             "point": point_id, "hit": point.hits, "time": time.time(), "cost_ms": cost_ms,
             "cpu_ms": cpu_ms, "thread": threading.current_thread().name, "frames": frames,
-            "cut": cut,
+            "cut": cut, "job": _job(), "rank": _rank(),
         }  # fmt: skip
         if cpu_ms > point.limits.budget_ms:
             point.off = (

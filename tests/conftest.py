@@ -18,9 +18,10 @@ from tests.dap_schema import schema_errors
 def pytest_configure(config: pytest.Config) -> None:
     """Every bridge the tests start (in-process or as ``raydap serve``) writes its connection
     file here, not into the user's runtime directory; the tests' clients find tokens there.
-    Their hang reports go to a directory of the session's too, not the user's state."""
+    Their hang reports and captures go to directories of the session's too, not the user's state."""
     os.environ["RAYDAP_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="raydap-test-runtime-")
     os.environ["RAYDAP_HANG_REPORTS"] = tempfile.mkdtemp(prefix="raydap-test-hangs-")
+    os.environ["RAYDAP_CAPTURES"] = tempfile.mkdtemp(prefix="raydap-test-captures-")
     # Ray turns token auth on for every head it starts once ~/.ray/auth_token exists (any
     # ray.init() that starts a cluster of its own leaves one): the tests' heads run without it
     # unless a test asks for it (tests/e2e/test_ray_auth.py).
@@ -30,6 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(os.environ.pop("RAYDAP_RUNTIME_DIR", ""), ignore_errors=True)
     shutil.rmtree(os.environ.pop("RAYDAP_HANG_REPORTS", ""), ignore_errors=True)
+    shutil.rmtree(os.environ.pop("RAYDAP_CAPTURES", ""), ignore_errors=True)
 
 
 def runtime_dir() -> Path:

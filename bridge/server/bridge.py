@@ -54,6 +54,7 @@ from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
 from raydap.bridge.workers.outside_pause import OutsidePause
 from raydap.bridge.workers.points import Points
+from raydap.bridge.workers.post_mortem import PostMortems
 from raydap.bridge.workers.registry import Registry
 from raydap.bridge.workers.rescue import Rescuer
 from raydap.bridge.workers.service import Workers
@@ -182,6 +183,11 @@ class Bridge:
                 self.captures, self.points, self.live.configuration if self.live else {}
             ),
         )  # fmt: skip
+        #: A failed task's post-mortem stop is captured, then let go unless someone looks.
+        self.post_mortems = PostMortems(
+            self.holder, self.workers.follows, hold=settings.post_mortem_hold
+        )
+        self.holder.watchers.append(self.post_mortems.changed)
         #: A rank stopped alone must not get its peers killed (live workers' ranks only).
         self.group_timeouts = (
             GroupTimeouts(
@@ -461,6 +467,7 @@ class Bridge:
         if self.live is not None:
             await self.live.close()
         await self.points.close()
+        await self.post_mortems.close()
         if self.group_timeouts is not None and not self.replaced.is_set():
             await self.group_timeouts.give_back()  # nobody debugs the jobs any more
         await self.holder.close()

@@ -114,6 +114,12 @@ class Settings(BaseSettings):
     captures_mb: int = Field(
         256, ge=1, le=1_000_000, description="megabytes of captures kept at most"
     )
+    post_mortem_hold: float = Field(
+        600.0, ge=0, le=7 * 86_400,
+        description="seconds a post-mortem stop (RAY_DEBUG_POST_MORTEM=1) is held, once "
+        "captured, while nobody is attached to it or follows its job; then the task fails as "
+        "it would without a debugger, freeing its GPUs (0: capture and let go at once)",
+    )  # fmt: skip
     debug_group_timeout: float = Field(
         3600.0, ge=0, le=7 * 86_400,
         description="seconds every collective timeout of a debugged job's ranks is raised to, "

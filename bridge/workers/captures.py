@@ -135,11 +135,14 @@ class Captures:
             return None
         record = self.registry.get(rid)
         top = frames[0]
+        # The record names the worker; what the worker says of itself fills in what the
+        # record does not know yet (a worker held a moment ago is named about a second later).
+        job = record.job_id if record and record.job_id else body.get("job")
+        rank = record.rank if record and record.rank is not None else body.get("rank")
         try:
             return Capture(
                 id=new_id(), kind=CaptureKind.POINT if point else CaptureKind.EXCEPTION,
-                job=record.job_id if record else None, worker=rid,
-                rank=record.rank if record else None, node=record.node_ip if record else None,
+                job=job, worker=rid, rank=rank, node=record.node_ip if record else None,
                 pid=record.pid if record else None, time=body.get("time"),
                 path=top.get("path"), line=top.get("line"), function=top.get("function"),
                 point=point, exception=body.get("exception"), truncated=bool(body.get("cut")),

@@ -108,6 +108,8 @@ class Holder:
         self.live_hooks: LiveHooks | None = None
         #: Why no worker is handed out: set while the workers are lent to a new bridge.
         self.handing_over = ""
+        #: Told of every change of a held worker, once its record is current.
+        self.watchers: list[Callable[[str, Upstream], None]] = []
         #: Told of each capture event a worker sends: ``(record id, body)`` (:mod:`.captures`).
         self.on_capture: Callable[[str, object], None] | None = None
         #: Told of a paused worker whose debug port refuses (see :mod:`.rescue`).
@@ -328,6 +330,8 @@ class Holder:
         self.keeper.update(rid, upstream)
         if self.task_end is not None:
             self.task_end.update(rid, upstream)
+        for watcher in self.watchers:
+            watcher(rid, upstream)
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.ensure_future(coroutine)

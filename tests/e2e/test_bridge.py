@@ -8,13 +8,14 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from raydap.bridge.client.dap_client import DapClient
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess, Job, break_line, stop_job
-from tests.waiting import until
+from tests.waiting import until, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -117,6 +118,16 @@ async def shows_post_mortem_stop(
     return dict(stopped)
 
 
+def bridge_captured_failure(bridge: BridgeProcess, job_id: str) -> list[dict[str, Any]]:
+    """The job's post-mortem captures, once there is one."""
+
+    def found() -> list[dict[str, Any]] | None:
+        captures = bridge.get(f"/api/v1/captures?job={job_id}&kind=exception")["captures"]
+        return list(captures) or None
+
+    return wait_until(found, timeout=30, what=f"a post-mortem capture of {job_id}")
+
+
 async def test_post_mortem_pause_shows_the_exception(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
@@ -126,6 +137,11 @@ async def test_post_mortem_pause_shows_the_exception(
     assert record["exception"]["type"] == "ValueError"
     assert "bad batch 3" in record["exception"]["message"]
     assert record["task_name"] == "load"
+
+    [capture] = bridge_captured_failure(bridge, job.job_id)  # taken as soon as it was held
+    assert (capture["function"], capture["exception"]) == ("load", "ValueError: bad batch 3")
+    whole = bridge.get(f"/api/v1/captures/{capture['id']}")
+    assert {v["name"]: v["value"] for v in whole["frames"][0]["locals"]} == {"batch": "3"}
 
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     stopped = await shows_post_mortem_stop(client, record, "post_mortem.py", 3)

@@ -25,7 +25,12 @@ from tests.e2e.conftest import (
     stop_bridge,
     stop_job,
 )
-from tests.e2e.test_bridge import evaluate, raydap, shows_post_mortem_stop
+from tests.e2e.test_bridge import (
+    bridge_captured_failure,
+    evaluate,
+    raydap,
+    shows_post_mortem_stop,
+)
 from tests.waiting import until, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -305,3 +310,47 @@ async def test_rays_own_set_trace_in_a_live_worker_stops_at_the_users_line(
         assert job.result() == "16"
     finally:
         stop_job(job)
+
+
+async def test_a_failed_task_is_captured_and_let_go_unless_its_job_is_followed(
+    live_head: LocalRay, tmp_path: Path, dap_connect: Connect
+) -> None:
+    """``--post-mortem-hold 0``: a post-mortem stop nobody debugs is captured and let go at
+    once, so the task fails with its own error (its GPUs freed); the capture keeps the failure
+    debuggable. A stop in a job someone follows is held as before."""
+    bridge = start_bridge(["--address", live_head.address, "--post-mortem-hold", "0"],
+                          tmp_path / "bridge.log")  # fmt: skip
+    jobs: list[Job] = []
+    try:
+        jobs.append(await asyncio.to_thread(start_job, live_head.address, "post_mortem.py"))
+        assert await asyncio.to_thread(jobs[0].result, 60) == "raised ValueError"
+        [capture] = await asyncio.to_thread(bridge_captured_failure, bridge, jobs[0].job_id)
+        viewer = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await viewer.attach(capture=capture["id"])
+        stop = (await viewer.wait_event("stopped", timeout=10)).body
+        assert (stop["reason"], stop["text"]) == ("exception", "ValueError: bad batch 3")
+        [top] = (await viewer.request("stackTrace", {"threadId": 1, "levels": 1})).body[
+            "stackFrames"
+        ]
+        assert (top["name"], top["line"]) == ("load", break_line("post_mortem.py", "load"))
+        assert await evaluate(viewer, top, "batch") == "3"
+
+        flag = tmp_path / "fail now"
+        env = {"FLAG": str(flag)}
+        jobs.append(
+            await asyncio.to_thread(start_job, live_head.address, "live_post_mortem.py", env)
+        )
+        await asyncio.to_thread(wait_workers, bridge, jobs[1].job_id, lambda w: w["live"], 1)
+        follower = await dap_connect(bridge.dap_host, bridge.dap_port)
+        await follower.attach(follow={"job": jobs[1].job_id})
+        flag.touch()
+        held = (await follower.wait_event("stopped", timeout=60)).body
+        await asyncio.sleep(2.0)  # well past a hold of 0 s
+        [record] = bridge.records(jobs[1].job_id)
+        assert record["state"] == "paused" and record["kind"] == "exception"
+        await follower.request("continue", {"threadId": held["threadId"]})
+        assert await asyncio.to_thread(jobs[1].result) == "raised ValueError"
+    finally:
+        for job in jobs:
+            stop_job(job)
+        stop_bridge(bridge)
