@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +45,10 @@ class RayDriver:
         from ray import cloudpickle
 
         cloudpickle.register_pickle_by_value(sys.modules[on_node.__name__])  # type: ignore[no-untyped-call]
+        # Ray's failure signal handler would take SIGTERM from the bridge's own: it prints a
+        # stack, and the bridge's ray.shutdown() then sometimes aborted the process (exit -6,
+        # once in a CI run on 3.13; ray-project/ray#37288). The bridge stops itself cleanly.
+        os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
         try:
             ray.init(
                 address=self.gcs_address, namespace="raydap", logging_level=logging.ERROR,
