@@ -23,7 +23,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from raydap.adapter.capture_points import for_worker
+from raydap.adapter.capture_points import for_worker, is_capture
 
 #: Which breakpoint list: ``(command, path)``; the path is "" for function breakpoints.
 BookKey = tuple[str, str]
@@ -58,14 +58,23 @@ def requested(command: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def set_arguments(base: dict[str, Any], path: str, union: Sequence[Spec]) -> dict[str, Any]:
+def set_arguments(
+    base: dict[str, Any], path: str, union: Sequence[Spec]
+) -> tuple[dict[str, Any], list[int]]:
     """A set request for a worker: ``base`` (the client's other arguments) with the union as
-    its breakpoints, for the worker's ``path`` ("" for function breakpoints)."""
+    its breakpoints, for the worker's ``path`` ("" for function breakpoints); and, for each
+    spec of the union, the position of its breakpoint in the request (capture points of one
+    line are given as one breakpoint: :func:`~.capture_points.for_worker`)."""
     arguments = {k: v for k, v in base.items() if k != "lines"}  # lines: the deprecated form
-    arguments["breakpoints"] = [for_worker(json.loads(spec)) for spec in union]
+    arguments["breakpoints"], positions = for_worker([json.loads(spec) for spec in union])
     if path:
         arguments["source"] = {**arguments.get("source", {}), "path": path}
-    return arguments
+    return arguments, positions
+
+
+def per_spec(answers: Sequence[Any], positions: Sequence[int]) -> list[Any]:
+    """A worker's answers to a request, one for each spec of the union it was made from."""
+    return [answers[p] if p < len(answers) else None for p in positions]
 
 
 def split(specs: Sequence[Spec], union: Sequence[Spec], answers: Sequence[Any]) -> list[Answer]:
@@ -115,11 +124,15 @@ class WorkerBook:
     def answered(self, key: BookKey, union: Sequence[Spec], answers: Sequence[Any]) -> None:
         """Learn the worker's ids for the breakpoints of ``union`` from its answer."""
         self._replaced[key] = self._ids.get(key, {})
-        self._ids[key] = {
-            answer["id"]: spec
-            for spec, answer in zip(union, answers, strict=False)
-            if isinstance(answer, dict) and isinstance(answer.get("id"), int)
-        }
+        ids: dict[int, Spec] = {}
+        for spec, answer in zip(union, answers, strict=False):
+            if not isinstance(answer, dict) or not isinstance(answer.get("id"), int):
+                continue
+            # One breakpoint of a line stands for its capture points and a plain one: a stop
+            # there is the plain one's (capture points never stop).
+            if answer["id"] not in ids or not is_capture(json.loads(spec)):
+                ids[answer["id"]] = spec
+        self._ids[key] = ids
 
     def spec_of_id(self, worker_id: object) -> tuple[BookKey, Spec] | None:
         """Which breakpoint a worker id (in a hit or a ``breakpoint`` event) stands for."""

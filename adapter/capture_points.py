@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 MODE = "capture"
@@ -30,6 +30,8 @@ BREAKPOINT_MODES = [
 ]
 #: The field of a breakpoint object that holds a capture point's settings.
 SETTINGS = "capture"
+#: The field of a breakpoint given to a worker that lists the capture points it holds.
+RIDING = "capturePoints"
 #: The settings a point gets unless it asks otherwise (see :class:`raydap.live.captures.Limits`).
 DEFAULTS: dict[str, Any] = {"interval": 1.0, "most": 50, "budget_ms": 50.0}
 #: How long a point captures (seconds) unless it asks otherwise.
@@ -99,19 +101,67 @@ def _valid(asked: Mapping[str, Any]) -> dict[str, Any]:
     return valid
 
 
-def for_worker(breakpoint: dict[str, Any]) -> dict[str, Any]:
-    """What debugpy is given for a breakpoint: a capture point becomes a breakpoint whose
-    condition captures and is false; anything else is given as it is."""
+def for_worker(breakpoints: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """What debugpy is given for a list of breakpoints, and where each one's answer will be.
+
+    A capture point becomes a breakpoint whose condition captures and is false. debugpy keeps
+    one breakpoint per line, so the points of one line are given as one breakpoint that
+    captures each of them, and a line that also has a plain breakpoint keeps it: the condition
+    captures first, then is the plain one's (its hit and log settings kept)."""
+    lines: dict[object, list[int]] = {}
+    for index, breakpoint in enumerate(breakpoints):
+        lines.setdefault(breakpoint.get("line"), []).append(index)
+    given: list[dict[str, Any]] = []
+    positions = [0] * len(breakpoints)
+    for line, indexes in lines.items():
+        points = [breakpoints[i] for i in indexes if _settings(breakpoints[i]) is not None]
+        plain = [breakpoints[i] for i in indexes if _settings(breakpoints[i]) is None]
+        if not points:  # plain breakpoints are given as they are, as before
+            for i in indexes:
+                positions[i] = len(given)
+                given.append(breakpoints[i])
+            continue
+        merged = _capturing(line, points, plain[-1] if plain else None)
+        for i in indexes:
+            positions[i] = len(given)
+        given.append(merged)
+    return given, positions
+
+
+def _settings(breakpoint: dict[str, Any]) -> dict[str, Any] | None:
     settings = breakpoint.get(SETTINGS)
-    if not is_capture(breakpoint) or not isinstance(settings, dict) or "id" not in settings:
-        return breakpoint
-    given = {"condition": breakpoint.get("condition"), **settings}
-    given = {k: given[k] for k in _WORKER_FIELDS if given.get(k) is not None}
-    call = (
-        f"__import__('raydap.live.captures', fromlist=['hit'])"
-        f".hit({settings['id']!r}, {json.dumps(given, sort_keys=True)!r})"
+    if is_capture(breakpoint) and isinstance(settings, dict) and "id" in settings:
+        return settings
+    return None
+
+
+def _capturing(
+    line: object, points: Sequence[dict[str, Any]], plain: dict[str, Any] | None
+) -> dict[str, Any]:
+    calls, held = [], []
+    for point in points:
+        settings = _settings(point) or {}
+        asked = {"condition": point.get("condition"), **settings}
+        asked = {k: asked[k] for k in _WORKER_FIELDS if asked.get(k) is not None}
+        calls.append(f"_c.hit({settings['id']!r}, {json.dumps(asked, sort_keys=True)!r})")
+        # The settings ride along (debugpy ignores fields it does not know), so a list kept
+        # for workers that start later still says which capture points it holds.
+        held.append({**settings, **({"condition": asked["condition"]} if "condition" in asked
+                                      else {})})  # fmt: skip
+    captures = f"[{', '.join(calls)}]"
+    module = "__import__('raydap.live.captures', fromlist=['hit'])"
+    condition = f"(lambda _c: any({captures}))({module})"
+    if plain is None:
+        return {"line": line, "condition": condition, RIDING: held}
+    # Captures are taken, then the plain breakpoint stops as it would have.
+    own = plain.get("condition")
+    stop = f"({own})" if isinstance(own, str) and own.strip() else "True"
+    return {**plain, "condition": f"{condition} or {stop}", RIDING: held}
+
+
+def riding(breakpoint: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The capture points a breakpoint given to a worker holds (their settings)."""
+    found = breakpoint.get(RIDING)
+    return (
+        [p for p in found if isinstance(p, dict) and "id" in p] if isinstance(found, list) else []
     )
-    # The settings ride along (debugpy ignores fields it does not know), so a list kept for
-    # workers that start later still says which capture points it holds.
-    riding = {**settings, "condition": given["condition"]} if "condition" in given else settings
-    return {"line": breakpoint.get("line"), "condition": call, SETTINGS: riding, "mode": MODE}

@@ -14,7 +14,15 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from raydap.adapter.breakpoints import Answer, BookKey, Spec, WorkerBook, set_arguments, split
+from raydap.adapter.breakpoints import (
+    Answer,
+    BookKey,
+    Spec,
+    WorkerBook,
+    per_spec,
+    set_arguments,
+    split,
+)
 from raydap.protocol import Response
 
 #: Sends a request to the worker and returns its response; a worker that cannot be asked is
@@ -48,11 +56,12 @@ class WorkerBreakpoints:
         worker the union, with ``base`` (the session's other arguments of the request)."""
         command, path = key
         union = self.book.put(owner, key, specs)
-        response = await self._ask(command, set_arguments(base, path, union))
+        arguments, positions = set_arguments(base, path, union)
+        response = await self._ask(command, arguments)
         if not response.success:
             why = response.message or "refused"
             return Given([{"verified": False, "message": why} for _ in specs], why)
-        answers = (response.body or {}).get("breakpoints") or []
+        answers = per_spec((response.body or {}).get("breakpoints") or [], positions)
         self.book.answered(key, union, answers)
         return Given(split(specs, union, answers))
 
@@ -63,7 +72,7 @@ class WorkerBreakpoints:
         for command, path in self.book.remove(owner):
             if not resend:
                 continue
-            arguments = set_arguments({}, path, self.book.union((command, path)))
+            arguments, _ = set_arguments({}, path, self.book.union((command, path)))
             sent = asyncio.ensure_future(self._ask(command, arguments))
             self._sending.add(sent)
             sent.add_done_callback(self._sending.discard)

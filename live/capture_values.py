@@ -15,6 +15,7 @@ reader can tell a short list from a list shown short. Names that look secret are
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
 import linecache
@@ -51,6 +52,9 @@ class Bounds:
     frames: int = 20
     frames_with_locals: int = 5
     depth: int = 3
+    #: How deep the locals of the frames that called it are read: a capture is about the
+    #: point's own frame, and its callers' objects (a Ray worker's ``self``) cost most.
+    outer_depth: int = 1
     items: int = 25
     chars: int = 256
     #: Roughly the capture's JSON size: values past it are cut.
@@ -108,6 +112,7 @@ def _read_stack(
     stack: Iterable[tuple[types.FrameType, int]], bounds: Bounds
 ) -> tuple[list[Node], bool]:
     budget = _Budget(bounds.bytes)
+    outer = dataclasses.replace(bounds, depth=min(bounds.depth, bounds.outer_depth))
     frames: list[Node] = []
     for frame, line in stack:
         if len(frames) == bounds.frames:
@@ -123,7 +128,7 @@ def _read_stack(
             if code.co_name == "<module>" and frames:  # an outer module's globals: hundreds
                 entry["cut"] = "a module's globals are not captured"
             else:
-                entry["locals"] = _locals(frame, bounds, budget)
+                entry["locals"] = _locals(frame, outer if frames else bounds, budget)
         frames.append(entry)
     return frames, budget.cut
 

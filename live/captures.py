@@ -12,6 +12,8 @@ once, and says why.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import logging
 import os
@@ -19,6 +21,7 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,7 +88,8 @@ def capture_exception(budget_ms: float = 1000.0) -> str:
     if exc is None:
         return "no exception is being handled here"
     started, started_cpu = time.perf_counter(), time.thread_time()
-    frames, cut = read_traceback(traceback, Bounds())
+    with _no_collection():
+        frames, cut = read_traceback(traceback, Bounds())
     body = {
         "exception": f"{exc_type.__name__ if exc_type else 'Exception'}: {_message(exc)}",
         "time": time.time(), "frames": frames, "cut": cut,
@@ -132,7 +136,8 @@ def _hit(point_id: str, settings: str, caller: types.FrameType) -> None:
         # The budget is the thread's CPU time: what the capture costs the worker, whatever
         # else the machine runs meanwhile (wall time on a busy node is mostly waiting).
         started, started_cpu = time.perf_counter(), time.thread_time()
-        frames, cut = read_frames(frame, point.bounds)
+        with _no_collection():
+            frames, cut = read_frames(frame, point.bounds)
         cost_ms = (time.perf_counter() - started) * 1000
         cpu_ms = (time.thread_time() - started_cpu) * 1000
         body = {
@@ -147,6 +152,20 @@ def _hit(point_id: str, settings: str, caller: types.FrameType) -> None:
             )
             body["disabled"] = point.off
         to_bridge.send_event(EVENT, body)
+
+
+@contextlib.contextmanager
+def _no_collection() -> Iterator[None]:
+    """No garbage collection while a capture allocates: a collection it would set off is the
+    program's own debt (over 100 ms of CPU in a worker that holds torch, measured), paid a
+    moment later all the same, and would make the capture look costly and turn its point off."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _learn(point_id: str, settings: str) -> _Point:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -47,8 +46,15 @@ class RayDriver:
         cloudpickle.register_pickle_by_value(sys.modules[on_node.__name__])  # type: ignore[no-untyped-call]
         # Ray's failure signal handler would take SIGTERM from the bridge's own: it prints a
         # stack, and the bridge's ray.shutdown() then sometimes aborted the process (exit -6,
-        # once in a CI run on 3.13; ray-project/ray#37288). The bridge stops itself cleanly.
-        os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
+        # twice in one CI run; ray-project/ray#37288). The bridge stops itself cleanly. Ray
+        # reads its environment variable for this when imported, long before: the constant
+        # itself is what ray.init() reads.
+        try:
+            from ray._private import ray_constants
+
+            ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
+        except ImportError:  # moved in a later Ray: its handler stays, as before
+            log.info("Ray's failure signal handler stays installed in the bridge")
         try:
             ray.init(
                 address=self.gcs_address, namespace="raydap", logging_level=logging.ERROR,

@@ -111,6 +111,50 @@ class Step(Arguments):
     timeout_s: float = Field(default=30.0, gt=0, le=MAX_WAIT_S)
 
 
+PointId = Field(pattern=r"^cp-[0-9a-f]{10}$", description="a capture point's id (cp-...)")
+
+
+class SetCapturePoint(Arguments):
+    path: str = FilePath
+    line: int = Field(ge=1, le=10_000_000, description="1-based line number")
+    condition: str | None = Field(default=None, max_length=2000, description="capture only if true")
+    job: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{1,64}$", description="job id")
+    rank: int | None = Field(default=None, ge=0, le=1_000_000, description="only this rank")
+    interval: float | None = Field(default=None, ge=0, le=86_400, description="s between two")
+    most: int | None = Field(default=None, ge=1, le=100_000, description="captures a worker")
+    expires_in: float | None = Field(default=None, gt=0, le=7 * 86_400, description="seconds")
+
+
+class ClearCapturePoint(Arguments):
+    point: str = PointId
+
+
+class ListCaptures(Arguments):
+    job: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{1,64}$")
+    rank: int | None = Field(default=None, ge=0, le=1_000_000)
+    point: str | None = Field(default=None, pattern=r"^cp-[0-9a-f]{10}$")
+    kind: Literal["point", "exception"] | None = None
+
+
+class ReadCapture(Arguments):
+    capture: str | None = Field(default=None, pattern=r"^cap-[0-9a-f]{1,12}$",
+                                description="one capture's id (or a unique prefix)")  # fmt: skip
+    point: str | None = Field(default=None, pattern=r"^cp-[0-9a-f]{10}$",
+                              description="with expression: each rank's latest")  # fmt: skip
+    expression: str | None = Field(default=None, min_length=1, max_length=200, description=(
+        "a path over captured values (loss, batch.shape, cfg['lr'], xs[0]); nothing runs"
+    ))  # fmt: skip
+    frame: int = Frame
+
+    @model_validator(mode="after")
+    def _one_capture_or_a_point(self) -> ReadCapture:
+        if (self.capture is None) == (self.point is None):
+            raise ValueError("give a capture, or a point with an expression")
+        if self.point is not None and self.expression is None:
+            raise ValueError("a point is read with an expression, across its ranks")
+        return self
+
+
 _FILTER_WORDS = (
     "`filter` picks workers by any of job (id), task (glob on the task name or Actor.method), "
     "actor (id or class), node (IP or node id prefix); empty means every worker."
@@ -177,6 +221,21 @@ TOOLS = (
     Tool("step", Step, "Step a paused worker one line (`over`), into a call, or out of its "
          "function, and say where it stopped next (other workers stay as they are).",
          reads=False),
+    Tool("set_capture_point", SetCapturePoint, "Look without stopping: every live worker "
+         "(of `job`, or `rank` only) that reaches `path`:`line` records its stack and local "
+         "variables and runs on; no stop, nobody waits, the job's collectives are untouched. "
+         "At most one capture a second per worker (`interval`), `most` in all, for an hour "
+         "(`expires_in`). Then list_captures and read_capture.", reads=False),
+    Tool("clear_capture_point", ClearCapturePoint, "Remove a capture point set through MCP or "
+         "HTTP; its captures stay.", reads=False),
+    Tool("list_captures", ListCaptures, "The capture points set (by any door, with their "
+         "owner, counts, and why one turned itself off) and the captures kept: each with its "
+         "id, kind (`point`, or `exception` for a failed task's post-mortem stop), job, rank, "
+         "file, line and function.", reads=True),
+    Tool("read_capture", ReadCapture, "One capture's frames with their locals (values read "
+         "from their structure: tensors as shape, dtype and device; secrets redacted; cuts "
+         "marked), or with `point` and `expression` that value in every rank's latest capture "
+         "side by side. Reads what was captured; runs nothing.", reads=True),
 )  # fmt: skip
 
 BY_NAME = {tool.name: tool for tool in TOOLS}

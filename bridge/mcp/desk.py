@@ -6,6 +6,7 @@ it is and whose words say what to do."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,8 @@ from raydap.adapter.breakpoints import spec_of
 from raydap.adapter.quirks import exception_line
 from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.mcp import catalog
+from raydap.bridge.workers.capture_service import read_path
+from raydap.bridge.workers.captures import CaptureKind
 from raydap.bridge.workers.outside_pause import PausePending
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.service import Workers
@@ -176,6 +179,49 @@ class Desk:
         return {"path": path, "workers": [
             {"id": r.id, "name": r.label, **_answered(g)} for r, g in given
         ]}  # fmt: skip
+
+    # -- captures ---------------------------------------------------------------------------
+
+    async def set_capture_point(self, ask: catalog.SetCapturePoint) -> dict[str, Any]:
+        limits: dict[str, float] = {
+            k: v for k in ("interval", "most") if (v := getattr(ask, k)) is not None
+        }
+        if ask.expires_in is not None:
+            limits["until"] = time.time() + ask.expires_in
+        point = await self.workers.captures.set_point(
+            f"{AGENT} (MCP)", ask.path, ask.line, condition=ask.condition, rank=ask.rank,
+            job=ask.job, limits=limits,
+        )  # fmt: skip
+        return point.model_dump(mode="json")
+
+    async def clear_capture_point(self, ask: catalog.ClearCapturePoint) -> dict[str, Any]:
+        await self.workers.captures.clear_point(ask.point)
+        return {"cleared": ask.point}
+
+    async def list_captures(self, ask: catalog.ListCaptures) -> dict[str, Any]:
+        captures = self.workers.captures
+        kind = CaptureKind(ask.kind) if ask.kind else None
+        found = captures.list_captures(job=ask.job, rank=ask.rank, point=ask.point, kind=kind)
+        return {
+            "points": [
+                p.model_dump(mode="json", exclude_none=True) for p in captures.list_points()
+            ],
+            "captures": [c.model_dump(mode="json", exclude_none=True) for c in found],
+        }
+
+    async def read_capture(self, ask: catalog.ReadCapture) -> dict[str, Any]:
+        captures = self.workers.captures
+        if ask.point is not None:
+            assert ask.expression is not None  # the model checked
+            return {"point": ask.point, "expression": ask.expression,
+                    "ranks": captures.show(ask.point, ask.expression)}  # fmt: skip
+        assert ask.capture is not None
+        feed = captures.feed(ask.capture)
+        capture = captures.get_capture(feed.id)
+        if ask.expression is not None:
+            return {"capture": capture.id,
+                    "value": read_path(capture, ask.expression, ask.frame)}  # fmt: skip
+        return capture.model_dump(mode="json", exclude_none=True)
 
     async def continue_workers(self, ask: catalog.Group) -> dict[str, Any]:
         return {"continued": await self.workers.continue_workers(ask.worker, ask.filter)}

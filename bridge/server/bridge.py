@@ -173,6 +173,7 @@ class Bridge:
             most_bytes=settings.captures_mb * 2**20,
         )  # fmt: skip
         self.holder.on_capture = self.captures.told
+        self.metrics.count_captures(self.captures)
         self.points = Points(self.holder, settings.captures)
         if self.live is not None:
             self.live.also_held.append(self.points.held)

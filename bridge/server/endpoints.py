@@ -12,6 +12,7 @@ from aiohttp import WSCloseCode, web
 from raydap.adapter import ClientSession
 from raydap.adapter.session import Resolver
 from raydap.adapter.websocket import WebSocketChannel
+from raydap.bridge.workers.captures import Captures
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.hangs import Verdict as HangVerdict
 from raydap.bridge.workers.registry import Registry, Resync
@@ -72,17 +73,25 @@ async def serve_dap(
 
 
 async def serve_events(
-    request: web.Request, registry: Registry, hangs: HangWatch | None = None
+    request: web.Request,
+    registry: Registry,
+    hangs: HangWatch | None = None,
+    captures: Captures | None = None,
 ) -> web.StreamResponse:
     """Every record now (``snapshot``), then each change (``added``/``updated``/``removed``),
-    and each new hang verdict (``{"kind": "hang", "type": "hang", "verdict"}``; the suspected
-    hangs of now follow the snapshot). A client that reads too slowly to keep up is closed
-    with :data:`FELL_BEHIND` and a reason; clients then reconnect and start again from a
+    each new hang verdict (``{"kind": "hang", "type": "hang", "verdict"}``; the suspected
+    hangs of now follow the snapshot), each capture (``{"kind": "capture", "capture"}``, as
+    ``GET /api/v1/captures`` lists it) and each capture point that turned itself off
+    (``{"kind": "capture_point_disabled", "point", "reason"}``). Clients ignore kinds they do
+    not know. A client that reads too slowly to keep up with records is closed with
+    :data:`FELL_BEHIND` and a reason; clients then reconnect and start again from a
     snapshot."""
     socket = web.WebSocketResponse(heartbeat=30)
     await socket.prepare(request)
     changes = registry.subscribe()
     verdicts = hangs.subscribe() if hangs is not None else None
+    captured = captures.subscribe() if captures is not None else None
+    forwarding = asyncio.create_task(_forward(captured, socket)) if captured is not None else None
 
     async def pump() -> None:
         records = [r.model_dump(mode="json") for r in registry.records()]
@@ -120,13 +129,24 @@ async def serve_events(
         async for _ in socket:  # read (and ignore) until the client closes
             pass
     finally:
-        pumping.cancel()
-        with contextlib.suppress(asyncio.CancelledError, ConnectionError, RuntimeError):
-            await pumping
+        for task in (pumping, forwarding):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ConnectionError, RuntimeError):
+                    await task
         registry.unsubscribe(changes)
         if hangs is not None and verdicts is not None:
             hangs.unsubscribe(verdicts)
+        if captures is not None and captured is not None:
+            captures.unsubscribe(captured)
     return socket
+
+
+async def _forward(queue: asyncio.Queue[dict[str, Any]], socket: web.WebSocketResponse) -> None:
+    """Messages of a feed that needs no ordering with the records (captures), as they come."""
+    while True:
+        message = await queue.get()
+        await socket.send_json(message)
 
 
 def _hang_message(verdict: HangVerdict) -> dict[str, Any]:

@@ -510,9 +510,11 @@ async def _no_nodes(node_id: str) -> str | None:
 
 async def events_socket(request: web.Request) -> web.StreamResponse:
     services = request.app[SERVICES]
+    capturing = services.workers.capturing
     return await endpoints.serve_events(
-        request, services.holder.registry, services.workers.hang_watch
-    )
+        request, services.holder.registry, services.workers.hang_watch,
+        capturing.captures if capturing is not None else None,
+    )  # fmt: skip
 
 
 def make_app(services: Services, guard: BrowserGuard) -> web.Application:

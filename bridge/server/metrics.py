@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import get_args
+from typing import Any, get_args
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client import Counter as CounterMetric
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from raydap.bridge.workers.captures import Captures
 from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.hangs import JobState
 from raydap.bridge.workers.records import RecordState
@@ -97,12 +98,41 @@ class _Hangs(Collector):
         yield read
 
 
+class _Captures(Collector):
+    """Captures kept, taken and dropped, and capture points turned off, read at scrape time."""
+
+    def __init__(self) -> None:
+        self.captures: Captures | None = None
+
+    def collect(self) -> Iterator[Any]:
+        found = self.captures
+        if found is None:
+            return
+        yield CounterMetricFamily(
+            "raydap_captures", "Captures the bridge took in (capture points and post-mortem "
+            "stops)", value=found.taken,
+        )  # fmt: skip
+        yield CounterMetricFamily(
+            "raydap_captures_dropped", "Captures dropped: too large, or their point's room "
+            "was full", value=found.dropped,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "raydap_captures_kept", "Captures kept now", value=len(found.summaries())
+        )
+        yield GaugeMetricFamily(
+            "raydap_capture_points_disabled", "Capture points a worker turned off (over their "
+            "time budget)", value=len(found.disabled),
+        )  # fmt: skip
+
+
 class Metrics:
     def __init__(self, registry: Registry, clients: Callable[[], int]) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(_HeldWorkers(registry, clients))
         self._hangs = _Hangs()
         self.registry.register(self._hangs)
+        self._captures = _Captures()
+        self.registry.register(self._captures)
         self._requests = Histogram(
             "raydap_worker_request_seconds", "Requests sent to workers' debugpy, by command",
             ["command", "outcome"], buckets=LATENCY_BUCKETS, registry=self.registry,
@@ -122,6 +152,9 @@ class Metrics:
 
     def watch_hangs(self, watch: HangWatch | None) -> None:
         self._hangs.watch = watch
+
+    def count_captures(self, captures: Captures) -> None:
+        self._captures.captures = captures
 
     def worker_request(self, command: str, seconds: float, ok: bool) -> None:
         self._requests.labels(command, "ok" if ok else "error").observe(seconds)

@@ -232,8 +232,10 @@ function watch() {
       for (const record of change.records) records.set(record.id, record);
     } else if (change.kind === 'removed') {
       records.delete(change.record.id);
-    } else {
+    } else if (change.kind === 'added' || change.kind === 'updated') {
       records.set(change.record.id, change.record);
+    } else {
+      return; // a kind a newer bridge sends (captures, ...) that this page does not show
     }
     renderWorkers();
   };

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from raydap.adapter import AttachError, capture_paths
 from raydap.adapter.capture_mux import CaptureFeed
-from raydap.adapter.capture_points import MODE, SETTINGS
+from raydap.adapter.capture_points import MODE, SETTINGS, riding
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.workers.captures import Capture, CaptureKind, Captures, CaptureSummary
 from raydap.bridge.workers.points import Points
@@ -62,9 +62,9 @@ class CaptureService:
         for (command, path), arguments in self.configuration.items():
             if command != "setBreakpoints":
                 continue
-            for point in arguments.get("breakpoints") or []:
-                settings = point.get(SETTINGS) if isinstance(point, dict) else None
-                if point.get("mode") == MODE and isinstance(settings, dict) and "id" in settings:
+            for given in arguments.get("breakpoints") or []:
+                for settings in riding(given) if isinstance(given, dict) else []:
+                    point = {"line": given.get("line"), "mode": MODE, SETTINGS: settings}
                     found.setdefault(settings["id"], ("a DAP session", path, point))
         counts = self.captures.counts()
         now = time.time()
@@ -182,12 +182,9 @@ def _rank_order(capture: Capture) -> tuple[int, str]:
 
 
 def _user_condition(point: dict[str, Any], settings: dict[str, Any]) -> str | None:
-    """The condition a person set (a worker's breakpoint holds it in its settings' call)."""
-    condition = settings.get("condition")
-    if isinstance(condition, str):
-        return condition
-    asked = point.get("condition")
-    return asked if isinstance(asked, str) and "raydap.live.captures" not in asked else None
+    """The condition a person set (a worker's breakpoint holds it in the point's settings)."""
+    condition = settings.get("condition", point.get("condition"))
+    return condition if isinstance(condition, str) else None
 
 
 def read_path(capture: Capture, expression: str, frame: int = 0) -> dict[str, Any]:

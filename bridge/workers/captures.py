@@ -14,6 +14,7 @@ read or removed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 
 #: The most one capture may take as the worker sent it (its own bound is 32 KB by default).
 MAX_CAPTURE_BYTES = 1024 * 1024
+#: Messages queued for one events subscriber at most.
+MAX_QUEUED = 1000
 _FILE = re.compile(r"^cap-[0-9a-f]{12}\.json$")
 
 
@@ -113,6 +116,9 @@ class Captures:
         self.dropped = 0
         #: Told of each capture kept, and of each point turned off (``(None, point)``).
         self.listeners: list[Callable[[CaptureSummary | None, str | None], None]] = []
+        #: The events feed's subscribers: each gets a message a capture or a point turned off
+        #: (dropped for one that reads too slowly: the listing stays whole).
+        self._subscribers: set[asyncio.Queue[dict[str, Any]]] = set()
 
     # -- in ---------------------------------------------------------------------------------
 
@@ -263,7 +269,27 @@ class Captures:
             with contextlib.suppress(OSError):
                 (self.directory / f"{capture_id}.json").unlink()
 
+    def subscribe(self) -> asyncio.Queue[dict[str, Any]]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(MAX_QUEUED)
+        self._subscribers.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+        self._subscribers.discard(queue)
+
     def _tell(self, summary: CaptureSummary | None, point: str | None) -> None:
+        message: dict[str, Any] = (
+            {"kind": "capture", "capture": summary.model_dump(mode="json")}
+            if summary is not None
+            else {
+                "kind": "capture_point_disabled",
+                "point": point,
+                "reason": self.disabled.get(point or ""),
+            }
+        )
+        for queue in list(self._subscribers):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(message)
         for listener in list(self.listeners):
             try:
                 listener(summary, point)

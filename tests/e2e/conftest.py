@@ -98,6 +98,10 @@ class BridgeProcess:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
 
+    def get_text(self, path: str) -> str:
+        with urllib.request.urlopen(self._request(path), timeout=10) as response:
+            return str(response.read().decode())
+
     def delete(self, path: str) -> Any:
         with urllib.request.urlopen(self._request(path, None, "DELETE"), timeout=10) as answer:
             return json.loads(answer.read())

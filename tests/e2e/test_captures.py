@@ -7,16 +7,20 @@ from __future__ import annotations
 import ast
 import asyncio
 import itertools
-from collections.abc import Callable
+import re
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from raydap.bridge.client.local_ray import LocalRay
 from tests.conftest import Connect
-from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line
+from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line, start_job, stop_job
 from tests.e2e.test_bridge import raydap
 from tests.e2e.test_live import wait_workers
+from tests.e2e.test_mcp import agent, call
+from tests.e2e.test_websockets import ws
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -38,9 +42,23 @@ def local(capture: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 async def test_capture_points_record_every_rank_and_the_job_runs_on(
-    ray_head: LocalRay, bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
+    ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, tmp_path: Path
 ) -> None:
-    job = run_job("capture_ranks.py")
+    flag = tmp_path / "stop training"
+    job = await asyncio.to_thread(start_job, ray_head.address, "capture_ranks.py",
+                                  {"FLAG": str(flag)})  # fmt: skip
+    try:
+        await look_without_stopping(bridge, job, dap_connect)
+    finally:
+        flag.touch()
+        result = await asyncio.to_thread(job.result, 90)
+        stop_job(job)
+    ranks = ast.literal_eval(result)
+    assert [r[0] for r in ranks] == [0, 1, 2, 3] and all(r[2] for r in ranks)
+    assert len({r[1] for r in ranks}) == 1  # lockstep: every rank did every step
+
+
+async def look_without_stopping(bridge: BridgeProcess, job: Job, dap_connect: Connect) -> None:
     await asyncio.to_thread(wait_workers, bridge, job.job_id, training, 4)
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.attach(follow={"job": job.job_id})
@@ -66,7 +84,7 @@ async def test_capture_points_record_every_rank_and_the_job_runs_on(
         assert all(b["time"] - a["time"] >= 0.9 for a, b in itertools.pairwise(mine))
     whole = bridge.get(f"/api/v1/captures/{found[0]['id']}")
     loss = local(whole, "loss")
-    assert (loss["shape"], loss["dtype"], loss["device"]) == ([1], "torch.float32", "cpu")
+    assert (loss["shape"], loss["dtype"], loss["device"]) == ([2], "torch.float32", "cpu")
     assert whole["frames"][0]["line"] == STEP and whole["frames"][0]["function"] == "Rank.train"
     side_by_side = bridge.get(f"/api/v1/capture-points/{point['id']}/show?expression=self.rank")
     assert [(r["rank"], r["value"]["value"]) for r in side_by_side["ranks"]] == [
@@ -92,24 +110,52 @@ async def test_capture_points_record_every_rank_and_the_job_runs_on(
     listed = (await asyncio.to_thread(raydap, bridge, "capture", "--list")).stdout
     assert point["id"] in listed and "(a DAP session)" in listed
 
-    # The same line through HTTP, for rank 2 only, at most three captures.
-    asked = {"path": SCRIPT, "line": STEP, "rank": 2, "interval": 0.2, "most": 3}
-    second = bridge.post("/api/v1/capture-points", asked)
+    # The same line through HTTP for rank 2, and through MCP for rank 1, three captures each;
+    # the events feed announces them as they come.
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(ws(bridge, "/api/v1/events"), headers=bridge.auth) as feed,
+    ):
+        assert (await feed.receive_json(timeout=10))["kind"] == "snapshot"
+        asked = {"path": SCRIPT, "line": STEP, "rank": 2, "interval": 0.2, "most": 3}
+        second = bridge.post("/api/v1/capture-points", asked)
+        announced = await feed.receive_json(timeout=20)
+        while announced["kind"] != "capture" or announced["capture"]["point"] != second["id"]:
+            announced = await feed.receive_json(timeout=20)
+        assert announced["capture"]["rank"] == 2
     assert second["owner"].endswith("(HTTP)") and second["id"] != point["id"]
+    async with agent(bridge) as session:
+        third = await call(session, "set_capture_point", path=SCRIPT, line=STEP, rank=1,
+                           interval=0.2, most=3)  # fmt: skip
+        assert third["owner"] == "mcp (MCP)"
 
-    def three() -> list[dict[str, Any]] | None:
-        got = captures_of(bridge, second["id"])
-        return got if len(got) >= 3 else None
+        def three_each() -> list[dict[str, Any]] | None:
+            got = [captures_of(bridge, p["id"]) for p in (second, third)]
+            return got[0] + got[1] if all(len(g) >= 3 for g in got) else None
 
-    taken = await asyncio.to_thread(wait_until, three, timeout=20, what="three captures")
-    await asyncio.sleep(1.0)  # time for a fourth, which "most" forbids
-    assert len(captures_of(bridge, second["id"])) == 3 and {c["rank"] for c in taken} == {2}
+        def counts() -> str:
+            return str({p["id"]: p for p in bridge.get("/api/v1/capture-points")["points"]})
+
+        taken = await asyncio.to_thread(
+            wait_until, three_each, timeout=20, what="captures", context=counts
+        )
+        await asyncio.sleep(1.0)  # time for a fourth, which "most" forbids
+        assert len(captures_of(bridge, second["id"])) == 3
+        assert {(c["point"], c["rank"]) for c in taken} == {(second["id"], 2), (third["id"], 1)}
+        listed = await call(session, "list_captures", point=third["id"])
+        assert [c["rank"] for c in listed["captures"]] == [1, 1, 1]
+        assert {p["id"] for p in listed["points"]} >= {point["id"], second["id"], third["id"]}
+        read = await call(session, "read_capture", point=third["id"], expression="self.rank")
+        assert [(r["rank"], r["value"]["value"]) for r in read["ranks"]] == [(1, "1")]
+        whole = await call(session, "read_capture", capture=listed["captures"][0]["id"])
+        assert whole["frames"][0]["line"] == STEP and whole["kind"] == "point"
+        await call(session, "clear_capture_point", point=third["id"])
     assert bridge.http_error("DELETE", f"/api/v1/capture-points/{point['id']}")[0] == 403
     bridge.delete(f"/api/v1/capture-points/{second['id']}")
-    assert second["id"] not in {p["id"] for p in bridge.get("/api/v1/capture-points")["points"]}
+    left = {p["id"] for p in bridge.get("/api/v1/capture-points")["points"]}
+    assert second["id"] not in left and third["id"] not in left
 
     assert [e for e in client.events if e.event == "stopped"] == []
-    result = await asyncio.to_thread(job.result, 90)
-    ranks = ast.literal_eval(result)
-    assert [r[0] for r in ranks] == [0, 1, 2, 3] and all(r[2] for r in ranks)
-    assert len({r[1] for r in ranks}) == 1  # lockstep: every rank did every step
+    metrics = bridge.get_text("/metrics")
+    counted = re.search(r"^raydap_captures_total (\S+)$", metrics, re.MULTILINE)
+    assert counted is not None and float(counted[1]) >= len(found) + 6

@@ -75,7 +75,9 @@ export interface HangVerdict {
 export type BridgeEvent =
   | { kind: 'snapshot'; records: WorkerRecord[] }
   | { kind: 'added' | 'updated' | 'removed'; record: WorkerRecord }
-  | { kind: 'hang'; verdict: HangVerdict };
+  | { kind: 'hang'; verdict: HangVerdict }
+  /** A kind a newer bridge sends (captures, ...) that this extension does not show. */
+  | { kind: 'other'; name: string };
 
 export class InvalidRecord extends Error {}
 
@@ -233,7 +235,9 @@ export function parseEvent(value: unknown): BridgeEvent {
     case 'hang':
       return { kind: 'hang', verdict: parseVerdict(raw.verdict) };
     default:
-      throw new InvalidRecord(`unknown event kind ${JSON.stringify(raw.kind)}`);
+      // A newer bridge may send kinds this extension does not know: ignored, never fatal.
+      if (typeof raw.kind !== 'string') throw new InvalidRecord('an event without a kind');
+      return { kind: 'other', name: raw.kind.slice(0, 100) };
   }
 }
 
@@ -244,8 +248,8 @@ export function applyEvent(records: Map<string, WorkerRecord>, event: BridgeEven
     for (const record of event.records) records.set(record.id, record);
   } else if (event.kind === 'removed') {
     records.delete(event.record.id);
-  } else if (event.kind === 'hang') {
-    return; // not a record: the stream hands verdicts to its own listener
+  } else if (event.kind === 'hang' || event.kind === 'other') {
+    return; // not a record: verdicts go to the stream's own listener, other kinds nowhere
   } else {
     records.set(event.record.id, event.record);
   }

@@ -1,17 +1,15 @@
-"""Four live gloo ranks training: a step counter, a loss all-reduced every step, for a fixed
-time once all four are up. No breakpoint() anywhere: the test sets capture points on the step's
-line and the job must run on as if nobody looked. Each rank returns ``[rank, steps, whether
-every all_reduce was right]``."""
+"""Four live gloo ranks training: a step counter and a loss all-reduced every step, until the
+file named by $FLAG exists (rank 0 looks, and the all_reduce tells every rank, so all stop at
+the same step). No breakpoint() anywhere: the test sets capture points on the step's line and
+the job must run on as if nobody looked. Each rank returns ``[rank, steps, whether every
+all_reduce was right]``."""
 
 import os
-import sys
 import time
 
 import ray
 
 from raydap.bridge.client.ports import free_port  # the master's port, taken by no lane meanwhile
-
-RUN_FOR = float(sys.argv[1]) if len(sys.argv) > 1 else 12.0
 
 ray.init(runtime_env={"worker_process_setup_hook": "raydap.live.setup"})
 print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
@@ -26,20 +24,19 @@ class Rank:
         dist.init_process_group("gloo", rank=rank, world_size=4)
         self.rank = rank
 
-    def ready(self):
-        return self.rank
-
-    def train(self, until):
+    def train(self, flag):
         import torch
         import torch.distributed as dist
 
-        step, right = 0, True
+        step, right, done = 0, True, False
         weights = torch.full((8,), float(self.rank))
-        while time.time() < until:
+        while not done:
             step += 1
-            loss = torch.tensor([float(self.rank + 1) * step])
+            stop = float(self.rank == 0 and os.path.exists(flag))
+            loss = torch.tensor([float(self.rank + 1) * step, stop])
             dist.all_reduce(loss)
-            right &= loss.item() == 10.0 * step  # BREAK step
+            right &= loss[0].item() == 10.0 * step  # BREAK step
+            done = loss[1].item() > 0
             time.sleep(0.01)
         del weights
         return [self.rank, step, right]
@@ -47,6 +44,4 @@ class Rank:
 
 port = free_port()
 ranks = [Rank.remote(r, port) for r in range(4)]
-ray.get([r.ready.remote() for r in ranks])  # the group is made: training starts now
-until = time.time() + RUN_FOR
-print("RESULT", ray.get([r.train.remote(until) for r in ranks]), flush=True)
+print("RESULT", ray.get([r.train.remote(os.environ["FLAG"]) for r in ranks]), flush=True)

@@ -79,3 +79,36 @@ async def test_a_point_over_its_budget_turns_itself_off(live: Live, dap_connect:
     assert "of CPU, over the point's budget of 0 ms" in captures[0]["disabled"]
     assert stops(client) == []
     flag.touch()
+
+
+async def test_a_point_and_a_breakpoint_on_one_line_both_work(
+    live: Live, dap_connect: Connect
+) -> None:
+    """debugpy keeps one breakpoint a line: the two are given as one, which captures and then
+    stops as the plain breakpoint asks (here once ``count`` passes 50)."""
+    upstream, port, flag, _ = live
+    captures = listen(upstream)
+    client = await dap_connect("127.0.0.1", port)
+    await client.attach(breakpoint="w1")
+
+    both = [{"line": LOOP, "mode": "capture", "capture": {"interval": 0}},
+            {"line": LOOP, "condition": "count > 50"}]  # fmt: skip
+    answer = await client.request(
+        "setBreakpoints", {"source": {"path": str(SCRIPT)}, "breakpoints": both}
+    )
+    shown = answer.body["breakpoints"]
+
+    stop = (await client.wait_event("stopped", timeout=10)).body
+    assert stop["hitBreakpointIds"] == [shown[1]["id"]]  # the plain one's, not the point's
+    value = await client.request("evaluate", {"expression": "count", "frameId": await top(client)})
+    assert int(value.body["result"]) > 50
+    assert captures and captures[0]["frames"][0]["line"] == LOOP  # captured before, each hit
+    await client.request("setBreakpoints", {"source": {"path": str(SCRIPT)}, "breakpoints": []})
+    await client.request("continue", {"threadId": stop["threadId"]})
+    flag.touch()
+
+
+async def top(client: Any) -> int:
+    threads = (await client.request("threads")).body["threads"]
+    trace = await client.request("stackTrace", {"threadId": threads[0]["id"]})
+    return int(trace.body["stackFrames"][0]["id"])

@@ -44,16 +44,39 @@ def test_limits_a_client_asks_are_kept_and_nonsense_is_dropped() -> None:
     assert point_id("/a.py", {**asked, "capture": {"rank": 3}}) != settings["id"]
 
 
+def calls_in(condition: str) -> list[tuple[str, dict[str, object]]]:
+    """The capture points a worker's condition captures: (id, settings) of each hit() call."""
+    found = []
+    for node in ast.walk(ast.parse(condition, mode="eval")):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "hit":
+            point, settings = (ast.literal_eval(arg) for arg in node.args)
+            found.append((point, json.loads(settings)))
+    return found
+
+
 def test_a_worker_is_given_a_condition_that_captures_and_is_false() -> None:
     tagged = tag("/a.py", [{"line": 3, "mode": "capture", "condition": "x > 1", "logMessage": "m"}])
 
-    given = for_worker(tagged[0])
+    [given], positions = for_worker(tagged)
 
-    assert set(given) == {"line", "condition", "capture", "mode"}  # no logMessage, no hits
-    call = ast.parse(given["condition"], mode="eval").body
-    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-    assert call.func.attr == "hit"
-    point, settings = (ast.literal_eval(arg) for arg in call.args)
-    assert point == tagged[0]["capture"]["id"]
-    assert json.loads(settings)["condition"] == "x > 1"
-    assert for_worker({"line": 4}) == {"line": 4}
+    assert positions == [0] and set(given) == {"line", "condition", "capturePoints"}
+    [(point, settings)] = calls_in(given["condition"])
+    assert point == tagged[0]["capture"]["id"] and settings["condition"] == "x > 1"
+    assert given["capturePoints"] == [{**tagged[0]["capture"], "condition": "x > 1"}]
+    assert for_worker([{"line": 4}]) == ([{"line": 4}], [0])
+
+
+def test_points_and_a_plain_breakpoint_on_one_line_are_one_breakpoint_that_stops() -> None:
+    """debugpy keeps one breakpoint a line: the last given would replace the others."""
+    points = tag("/a.py", [{"line": 3, "mode": "capture"},
+                           {"line": 3, "mode": "capture", "capture": {"rank": 1}}])  # fmt: skip
+    plain = {"line": 3, "condition": "step > 5", "hitCondition": "2"}
+
+    given, positions = for_worker([points[0], {"line": 9}, plain, points[1]])
+
+    assert len(given) == 2 and positions == [0, 1, 0, 0]
+    merged = given[0]
+    assert [p for p, _ in calls_in(merged["condition"])] == [p["capture"]["id"] for p in points]
+    assert merged["condition"].endswith(" or (step > 5)") and merged["hitCondition"] == "2"
+    alone, _ = for_worker(points)
+    assert "or" not in alone[0]["condition"].rsplit(")", 1)[-1]  # no plain one: never stops

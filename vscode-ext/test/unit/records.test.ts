@@ -42,10 +42,15 @@ test('a snapshot replaces what was known, then changes apply in order', () => {
   assert.equal(known.get('a')?.clients, 2);
 });
 
-test('events of unknown kinds or without their records are refused', () => {
-  assert.throws(() => parseEvent({ kind: 'exploded' }), /unknown event kind "exploded"/);
+test('events without their records are refused, and kinds of a newer bridge ignored', () => {
+  assert.throws(() => parseEvent({ kind: 42 }), /an event without a kind/);
   assert.throws(() => parseEvent({ kind: 'snapshot' }), /snapshot without records/);
   assert.throws(() => parseEvent({ kind: 'added' }), /record is not an object/);
+  const known = new Map<string, WorkerRecord>([['a', record({ id: 'a' })]]);
+  const capture = parseEvent({ kind: 'capture', capture: { id: 'cap-0123456789ab' } });
+  assert.deepEqual(capture, { kind: 'other', name: 'capture' });
+  applyEvent(known, capture);
+  assert.deepEqual([...known.keys()], ['a']);
 });
 
 test('only a true live flag makes a record live (older bridges send none)', () => {

@@ -77,6 +77,8 @@ async def test_a_view_token_is_offered_and_allowed_only_the_reading_tools(
             "source",
             "variables",
             "wait_for_pause",
+            "list_captures",
+            "read_capture",
         }
         worker = await paused_worker(viewer)
         error, seen = await call(viewer, "variables", worker=worker)
@@ -88,7 +90,7 @@ async def test_a_view_token_is_offered_and_allowed_only_the_reading_tools(
         assert error and "needs a debug token" in refused["error"]
 
     async with mcp_session(secured, ALICE) as debugger:
-        assert len((await debugger.list_tools()).tools) == 12
+        assert len((await debugger.list_tools()).tools) == 16
         error, evaluated = await call(debugger, "evaluate", expression="payload['rank']")
         assert not error and [r["result"] for r in evaluated["results"]] == ["3"]
 

@@ -29,9 +29,10 @@ def test_every_tool_has_a_self_contained_object_schema_and_words() -> None:
 def test_a_view_token_is_offered_only_what_reads() -> None:
     assert {t.name for t in offered(VIEW)} == {
         "list_workers", "stacks", "hangs", "source", "variables", "wait_for_pause",
+        "list_captures", "read_capture",
     }  # fmt: skip
     assert [t.name for t in offered(DEBUG)] == [t.name for t in catalog.TOOLS]
-    assert len(catalog.TOOLS) == 12
+    assert len(catalog.TOOLS) == 16
 
 
 @pytest.mark.parametrize(
@@ -48,6 +49,11 @@ def test_a_view_token_is_offered_only_what_reads() -> None:
         ("continue_workers", {"worker": "ab12", "filter": {"task": "train*"}}),
         ("set_breakpoints", {"path": "train.py", "lines": [3]}),  # relative: whose?
         ("set_breakpoints", {"path": "/a/train.py", "lines": [0]}),
+        ("read_capture", {}),  # a capture, or a point with an expression
+        ("read_capture", {"point": "cp-0123456789"}),
+        ("read_capture", {"capture": "cap-01", "point": "cp-0123456789", "expression": "x"}),
+        ("clear_capture_point", {"point": "../../etc"}),
+        ("set_capture_point", {"path": "/a.py", "line": 3, "most": 0}),
         ("clear_breakpoints", {"path": "../train.py"}),
     ],
 )
