@@ -24,7 +24,7 @@ MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py \
                 --deselect tests/integration/bridge/server/test_load.py::test_fifty_clients_thousand_requests_each_nothing_lost_or_misrouted
 
-.PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-soak clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-soak clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -184,6 +184,11 @@ bench-collectives: $(STAMP)
 ## MCP for coding agents: what each door costs, and every worker at once (bench/mcp.py).
 bench-mcp: $(STAMP)
 	$(BIN)/python -m bench.mcp --json bench/results-mcp.json
+
+## Capture points: a capture's cost to its worker, how soon it is listed, a hot line, 1,000
+## ranks at once (bench/captures.py; about 3 minutes; K1 and K2 need torch, 3.11).
+bench-captures: $(STAMP)
+	$(BIN)/python -m bench.captures --json bench/results-captures-3.11.json
 
 ## Successive stops at volume, with replaces (bench/soak.py; about 15 minutes).
 bench-soak: $(STAMP)

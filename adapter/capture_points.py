@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from raydap.live.captures import condition as capture_condition
+
 MODE = "capture"
 #: What the bridge offers in ``capabilities.breakpointModes``.
 BREAKPOINT_MODES = [
@@ -143,14 +145,12 @@ def _capturing(
         settings = _settings(point) or {}
         asked = {"condition": point.get("condition"), **settings}
         asked = {k: asked[k] for k in _WORKER_FIELDS if asked.get(k) is not None}
-        calls.append(f"_c.hit({settings['id']!r}, {json.dumps(asked, sort_keys=True)!r})")
+        calls.append((str(settings["id"]), json.dumps(asked, sort_keys=True)))
         # The settings ride along (debugpy ignores fields it does not know), so a list kept
         # for workers that start later still says which capture points it holds.
         held.append({**settings, **({"condition": asked["condition"]} if "condition" in asked
                                       else {})})  # fmt: skip
-    captures = f"[{', '.join(calls)}]"
-    module = "__import__('raydap.live.captures', fromlist=['hit'])"
-    condition = f"(lambda _c: any({captures}))({module})"
+    condition = capture_condition(calls)
     if plain is None:
         return {"line": line, "condition": condition, RIDING: held}
     # Captures are taken, then the plain breakpoint stops as it would have.

@@ -92,6 +92,13 @@ def setup() -> None:
     except Exception as exc:  # debugpy's internals moved: ranks as the environment says
         log.info("raydap.live: this worker's process groups are not reported (%r)", exc)
     try:
+        from raydap.live import captures
+
+        if not captures.skip_compiling_conditions():
+            log.info("raydap.live: capture points' conditions are compiled at every hit")
+    except Exception as exc:  # debugpy's internals moved: correct, only slower
+        log.info("raydap.live: capture points' conditions are compiled at every hit (%r)", exc)
+    try:
         trace_on_demand()
     except Exception as exc:  # debugpy's internals moved: correct, only slower
         log.info("raydap.live: tracing from the start (%r)", exc)

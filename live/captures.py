@@ -12,7 +12,9 @@ once, and says why.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import gc
 import json
 import logging
@@ -21,7 +23,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,9 @@ log = logging.getLogger(__name__)
 
 #: The event a capture (or a point's turning itself off) reaches the bridge as.
 EVENT = "raydapCapture"
+#: Around the calls of a condition made by :func:`condition`.
+_CONDITION_HEAD = "(lambda _c: any(["
+_CONDITION_TAIL = "]))(__import__('raydap.live.captures', fromlist=['hit']))"
 #: The frame of pydevd that evaluates a breakpoint's condition, and its local naming the
 #: frame that reached the line.
 _CONDITION_FRAME, _HIT_FRAME = "handle_breakpoint_condition", "new_frame"
@@ -75,10 +80,77 @@ _points_lock = threading.Lock()
 def hit(point: str, settings: str) -> bool:
     """The condition of a capture point: capture if due, and answer False (never stop)."""
     try:
-        _hit(point, settings, sys._getframe(1))
+        frame = _user_frame(sys._getframe(1))
+        if frame is not None:
+            _hit(point, settings, frame)
     except Exception:  # a capture must never break the program or stop it
         log.debug("capture point %s failed", point, exc_info=True)
     return False
+
+
+def condition(points: Sequence[tuple[str, str]]) -> str:
+    """The condition a worker's breakpoint is given for the capture points of one line:
+    ``(id, settings as JSON)`` each. It captures each, and is false."""
+    calls = ", ".join(f"_c.hit({point!r}, {settings!r})" for point, settings in points)
+    return f"{_CONDITION_HEAD}{calls}{_CONDITION_TAIL}"
+
+
+def read_condition(text: str) -> list[tuple[str, str]] | None:
+    """The capture points of a condition :func:`condition` made, or None for any other."""
+    if not (text.startswith(_CONDITION_HEAD) and text.endswith(_CONDITION_TAIL)):
+        return None
+    return _read_calls(text[len(_CONDITION_HEAD) : -len(_CONDITION_TAIL)])
+
+
+@functools.lru_cache(maxsize=256)
+def _read_calls(calls: str) -> list[tuple[str, str]] | None:
+    try:
+        listed = ast.parse(f"[{calls}]", mode="eval").body
+    except SyntaxError:
+        return None
+    found = []
+    for call in listed.elts if isinstance(listed, ast.List) else []:
+        if not (
+            isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "hit" and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == "_c" and len(call.args) == 2 and not call.keywords
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
+        ):  # fmt: skip
+            return None
+        found.append((str(call.args[0].value), str(call.args[1].value)))  # type: ignore[attr-defined]
+    return found or None
+
+
+def skip_compiling_conditions() -> bool:
+    """Teach pydevd to take a capture point's condition without compiling it at every hit.
+
+    pydevd ``eval``s a breakpoint's condition string each time its line runs, so a point on
+    a line hit a thousand times a second would compile its condition a thousand times. A
+    condition :func:`condition` made is read once (cached) and its points captured straight
+    from the frame pydevd gives; any other condition is pydevd's, as before. False where
+    pydevd's internals moved (conditions are then evaluated as written: correct, slower)."""
+    try:
+        from pydevd import PyDB  # type: ignore[import-not-found]
+    except ImportError:
+        return False
+    original = getattr(PyDB, "handle_breakpoint_condition", None)
+    if original is None or getattr(original, "raydap", False):
+        return original is not None
+
+    def handle_breakpoint_condition(self: Any, info: Any, breakpoint: Any, frame: Any) -> Any:
+        points = read_condition(getattr(breakpoint, "condition", None) or "")
+        if points is None or getattr(breakpoint, "hit_condition", None):
+            return original(self, info, breakpoint, frame)
+        for point, settings in points:
+            try:
+                _hit(point, settings, frame)
+            except Exception:  # as in hit(): never break the program
+                log.debug("capture point %s failed", point, exc_info=True)
+        return False
+
+    handle_breakpoint_condition.raydap = True  # type: ignore[attr-defined]
+    PyDB.handle_breakpoint_condition = handle_breakpoint_condition
+    return True
 
 
 def capture_exception(budget_ms: float = 1000.0) -> str:
@@ -114,14 +186,14 @@ def forget() -> None:
         _points.clear()
 
 
-def _hit(point_id: str, settings: str, caller: types.FrameType) -> None:
+def _hit(point_id: str, settings: str, frame: types.FrameType) -> None:
+    """``frame`` reached a capture point's line: capture it if due."""
     point = _points.get(point_id) or _learn(point_id, settings)
     with point.lock:
         point.hits += 1
         if not _due(point):
             return
-        frame = _user_frame(caller)
-        if frame is None or (point.rank is not None and _rank() != point.rank):
+        if point.rank is not None and _rank() != point.rank:
             return
         if point.job is not None and _job() != point.job:
             return

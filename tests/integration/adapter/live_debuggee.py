@@ -9,9 +9,11 @@ import time
 import debugpy
 
 from raydap.live import trace_on_demand
+from raydap.live.captures import skip_compiling_conditions
 
 host, port = debugpy.listen(("127.0.0.1", 0))
 trace_on_demand()
+skip_compiling_conditions()  # as raydap.live.setup does
 print(port, flush=True)
 count = 0
 while not os.path.exists(sys.argv[1]):
