@@ -30,9 +30,9 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from bench.harness import HERE, http, ms, process, run_benchmark, serve, settle, until
+from bench.harness import HERE, http, line_from, ms, process, run_benchmark, serve, settle, until
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.workers.captures import Captures
 from raydap.bridge.workers.records import BreakpointRecord
@@ -45,15 +45,6 @@ STEP, HOT = (
     next(n for n, line in enumerate(JOB.read_text().splitlines(), 1) if f"# CAPTURE {m}" in line)
     for m in ("step", "hot")
 )
-
-
-async def _line(stdout: IO[str], prefix: str) -> str:
-    while True:
-        line = await asyncio.to_thread(stdout.readline)
-        if not line:
-            raise RuntimeError(f"the job ended before printing {prefix}")
-        if line.startswith(prefix):
-            return line.strip()
 
 
 def _percentiles(values: list[float]) -> dict[str, float]:
@@ -69,7 +60,7 @@ async def k1_k2(ray: str, url: str, smoke: bool) -> dict[str, Any]:
         env = dict(os.environ, RAY_ADDRESS=ray)
         with process([sys.executable, str(JOB), "ranks", str(flag)], env) as job:
             assert job.stdout is not None
-            job_id = (await _line(job.stdout, "JOB")).split()[1]
+            job_id = (await line_from(job.stdout, "JOB")).split()[1]
 
             def training() -> bool:
                 workers = http(url + "/api/v1/workers")["workers"]
@@ -101,7 +92,7 @@ async def k1_k2(ray: str, url: str, smoke: bool) -> dict[str, Any]:
                 await asyncio.sleep(0.01)
             await _clear(url, second["id"])
             flag.touch()
-            steps = ast.literal_eval((await _line(job.stdout, "RESULT")).split(" ", 1)[1])
+            steps = ast.literal_eval((await line_from(job.stdout, "RESULT")).split(" ", 1)[1])
     return {"k1_cost_in_worker": k1, "k2_listed_after": ms(list(seen.values())),
             "steps": steps}  # fmt: skip
 
@@ -120,7 +111,7 @@ async def k3_hot_line(ray: str, url: str, smoke: bool) -> dict[str, Any]:
         env = dict(os.environ, RAY_ADDRESS=ray)
         with process([sys.executable, str(JOB), "hot", str(seconds)], env, stdin=True) as job:
             assert job.stdout is not None and job.stdin is not None
-            pid = int((await _line(job.stdout, "READY")).split()[1])
+            pid = int((await line_from(job.stdout, "READY")).split()[1])
 
             def held() -> bool:  # an idle actor is named by no task: found by its pid
                 workers = http(url + "/api/v1/workers")["workers"]
@@ -138,7 +129,7 @@ async def k3_hot_line(ray: str, url: str, smoke: bool) -> dict[str, Any]:
                     job.stdin.write(f"{go}\n")
                     job.stdin.flush()
                     go.touch()
-                    line = await _line(job.stdout, "RESULT")
+                    line = await line_from(job.stdout, "RESULT")
                     results[mode].append(int(line.split()[1]))
                     if point is not None:
                         await _clear(url, point["id"])

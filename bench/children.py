@@ -22,9 +22,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from bench.harness import HERE, http, ms, process, run_benchmark, serve, settle, until, usage
+from bench.harness import (
+    HERE,
+    http,
+    line_from,
+    ms,
+    process,
+    run_benchmark,
+    serve,
+    settle,
+    until,
+    usage,
+)
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay
 
@@ -33,15 +44,6 @@ CHILD_CODE = HERE / "jobs" / "child_code.py"
 LOOP = next(
     n for n, line in enumerate(CHILD_CODE.read_text().splitlines(), 1) if "# CHILD LOOP" in line
 )
-
-
-async def _line(stdout: IO[str], prefix: str) -> str:
-    while True:
-        line = await asyncio.to_thread(stdout.readline)
-        if not line:
-            raise RuntimeError(f"the job ended before printing {prefix}")
-        if line.startswith(prefix):
-            return line.strip()
 
 
 def _children(url: str, job_id: str) -> list[dict[str, Any]]:
@@ -56,7 +58,7 @@ async def c1_c2(ray: str, url: str, dap_port: int, count: int) -> dict[str, Any]
         env = dict(os.environ, RAY_ADDRESS=ray)
         with process([sys.executable, str(JOB), "listed", str(count), str(release)], env) as job:
             assert job.stdout is not None
-            job_id = (await _line(job.stdout, "JOB")).split()[1]
+            job_id = (await line_from(job.stdout, "JOB")).split()[1]
 
             def all_listed() -> bool:
                 now = time.time()
@@ -79,7 +81,9 @@ async def c1_c2(ray: str, url: str, dap_port: int, count: int) -> dict[str, Any]
             await client.request("setBreakpoints", {"source": source, "breakpoints": []})
             release.touch()
             http(url + "/api/v1/continue", {"filter": {"job": job_id}})
-            started = ast.literal_eval((await _line(job.stdout, "RESULT")).removeprefix("RESULT "))
+            started = ast.literal_eval(
+                (await line_from(job.stdout, "RESULT")).removeprefix("RESULT ")
+            )
             await client.close()
     # The tracker multiprocessing starts beside spawned children is listed too: not timed.
     listed = [seen[pid] - at for pid, at in started if pid in seen]
@@ -94,7 +98,7 @@ async def c3_churn(ray: str, bridge_pid: int, count: int, rounds: int) -> dict[s
             env = dict(os.environ, RAY_ADDRESS=ray, RAYDAP_CHILDREN=mode)
             with process([sys.executable, str(JOB), "churn", str(count)], env) as job:
                 assert job.stdout is not None
-                seconds.append(float((await _line(job.stdout, "RESULT")).split()[1]))
+                seconds.append(float((await line_from(job.stdout, "RESULT")).split()[1]))
             await asyncio.sleep(2)  # the last children's records leave
             memory.append(round(usage(bridge_pid)[0], 1))
         key = "debugged" if mode == "1" else "RAYDAP_CHILDREN=0"

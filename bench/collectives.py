@@ -33,8 +33,18 @@ import tempfile
 import time
 from typing import Any
 
-from bench.hangs import _line, stuck_delay
-from bench.harness import HERE, http, options_for, process, report, serve, settle, until
+from bench.hangs import stuck_delay
+from bench.harness import (
+    HERE,
+    http,
+    line_from,
+    options_for,
+    process,
+    report,
+    serve,
+    settle,
+    until,
+)
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.workers.desync import RankDump, judge
 from raydap.bridge.workers.process_groups import TAIL
@@ -177,7 +187,7 @@ async def _steps(ray: str, seconds: float, on: bool) -> int:
         command = [sys.executable, str(HERE / "jobs" / "gloo_steps.py"), "4", str(seconds)]
         with process(command, env, stdin=True) as job:
             assert job.stdout is not None and job.stdin is not None
-            await _line(job.stdout, "READY")
+            await line_from(job.stdout, "READY")
 
             def held() -> bool:
                 return sum(w["live"] for w in http(url + "/api/v1/workers")["workers"]) >= 4
@@ -186,7 +196,7 @@ async def _steps(ray: str, seconds: float, on: bool) -> int:
             await settle()
             job.stdin.write(f"{time.time() + 1}\n")
             job.stdin.flush()
-            return int((await _line(job.stdout, "STEPS")).split()[1])
+            return int((await line_from(job.stdout, "STEPS")).split()[1])
 
 
 async def c2_throughput(ray: str, rounds: int, seconds: float) -> dict[str, Any]:

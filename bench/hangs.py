@@ -25,11 +25,23 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import psutil
 
-from bench.harness import HERE, http, ms, options_for, process, report, serve, settle, until, usage
+from bench.harness import (
+    HERE,
+    http,
+    line_from,
+    ms,
+    options_for,
+    process,
+    report,
+    serve,
+    settle,
+    until,
+    usage,
+)
 from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
 from raydap.bridge.cluster.pyspy import parse_json
@@ -135,14 +147,6 @@ async def h1_simulated(ranks: int, rounds: int) -> dict[str, Any]:
 # -- H2: the watch's cost ----------------------------------------------------------------------
 
 
-async def _line(stream: IO[str], prefix: str) -> str:
-    """The job's next line that starts with ``prefix`` (Ray forwards workers' logs too)."""
-    while line := await asyncio.to_thread(stream.readline):
-        if line.startswith(prefix):
-            return line
-    raise RuntimeError(f"the job ended before printing {prefix}")
-
-
 async def _busy_run(ray: str, ranks: int, seconds: float, watch: str) -> dict[str, Any]:
     """One run of the busy job under a bridge with ``--hang-watch`` ``watch``: its steps, the
     bridge's CPU, and the verdicts the watch gave meanwhile."""
@@ -151,7 +155,7 @@ async def _busy_run(ray: str, ranks: int, seconds: float, watch: str) -> dict[st
         command = [sys.executable, str(HERE / "jobs" / "busy_ranks.py"), str(ranks), str(seconds)]
         with process(command, env, stdin=True) as job:
             assert job.stdout is not None and job.stdin is not None
-            job_id = (await _line(job.stdout, "READY")).split()[1]
+            job_id = (await line_from(job.stdout, "READY")).split()[1]
 
             def held() -> bool:
                 workers = http(url + "/api/v1/workers")["workers"]
@@ -163,7 +167,7 @@ async def _busy_run(ray: str, ranks: int, seconds: float, watch: str) -> dict[st
             job.stdin.write(f"{time.time() + 1}\n")
             job.stdin.flush()
             states: set[str] = set()
-            finished = asyncio.ensure_future(_line(job.stdout, "STEPS"))
+            finished = asyncio.ensure_future(line_from(job.stdout, "STEPS"))
             while not finished.done():
                 await asyncio.wait({finished}, timeout=5)
                 for verdict in http(url + "/api/v1/hangs")["jobs"] if watch != "off" else []:
@@ -203,7 +207,7 @@ async def stuck_delay(ray: str, url: str, seen: Callable[[str, str], Any]) -> tu
         command = [sys.executable, str(HERE / "jobs" / "gloo_stuck.py"), str(stuck)]
         with process(command, env) as job:
             assert job.stdout is not None
-            job_id = (await _line(job.stdout, "JOB")).split()[1]
+            job_id = (await line_from(job.stdout, "JOB")).split()[1]
             await until(functools.partial(seen, url, job_id), 300, every=0.2)
             return time.time() - float(stuck.read_text()), job_id
 

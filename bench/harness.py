@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psutil
 
@@ -170,6 +170,15 @@ async def until(check: Callable[[], Any], timeout: float, every: float = 0.01) -
             return found
         await asyncio.sleep(every)
     raise TimeoutError(f"timed out after {timeout} s")
+
+
+async def line_from(stream: IO[str], prefix: str) -> str:
+    """A job's next line that starts with ``prefix`` (Ray forwards workers' logs too),
+    stripped; raises if the job ends first."""
+    while line := await asyncio.to_thread(stream.readline):
+        if line.startswith(prefix):
+            return line.strip()
+    raise RuntimeError(f"the job ended before printing {prefix}")
 
 
 def ms(seconds: list[float]) -> dict[str, float]:
