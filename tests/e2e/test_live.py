@@ -318,8 +318,10 @@ async def test_a_failed_task_is_captured_and_let_go_unless_its_job_is_followed(
     """``--post-mortem-hold 0``: a post-mortem stop nobody debugs is captured and let go at
     once, so the task fails with its own error (its GPUs freed); the capture keeps the failure
     debuggable. A stop in a job someone follows is held as before."""
-    bridge = start_bridge(["--address", live_head.address, "--post-mortem-hold", "0"],
-                          tmp_path / "bridge.log")  # fmt: skip
+    # Captures of its own: another head's job has the same id (01000000) in the session's.
+    args = ["--address", live_head.address, "--post-mortem-hold", "0",
+            "--captures", str(tmp_path / "captures")]  # fmt: skip
+    bridge = start_bridge(args, tmp_path / "bridge.log")
     jobs: list[Job] = []
     try:
         jobs.append(await asyncio.to_thread(start_job, live_head.address, "post_mortem.py"))
