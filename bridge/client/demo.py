@@ -42,7 +42,9 @@ async def run_demo(*, headless: bool, port: int, dap_port: int, timeout: float =
     if not DEMO_JOB.exists():
         say(f"raydap demo needs the example job at {DEMO_JOB} (run it from a raydap checkout)")
         return 2
-    settings = Settings(port=port, dap_port=dap_port)
+    # The demo's failed task waits to be looked at for as long as the demo runs (a bridge
+    # on a cluster lets a post-mortem stop go after --post-mortem-hold, once captured).
+    settings = Settings(port=port, dap_port=dap_port, post_mortem_hold=7 * 86_400)
     local: LocalRay | None = None
     address = os.environ.get("RAY_ADDRESS")
     try:
