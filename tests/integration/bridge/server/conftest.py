@@ -41,6 +41,23 @@ def dashboard() -> Iterator[str]:
         process.wait()
 
 
+@pytest.fixture
+def empty_dashboard() -> Iterator[str]:
+    """A fake dashboard that lists no worker, for a bridge that must not hold the module's
+    debuggee: debugpy takes one client, and a second bridge that reached it cut the first
+    bridge's connection (once, on 3.12 in CI)."""
+    cluster = subprocess.Popen(
+        [sys.executable, "-m", "bench.fake_cluster", "--workers", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert cluster.stdout is not None
+    yield cluster.stdout.readline().split()[1]
+    cluster.kill()
+    cluster.wait()
+
+
 def hang_reports(home: Path) -> Path:
     """The folder where the bridge started in ``home`` keeps its hang reports."""
     return home / "hang-reports"

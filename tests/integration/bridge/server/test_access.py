@@ -165,7 +165,7 @@ def test_serve_refuses_unsafe_or_broken_setups(tmp_path: Path, dashboard: str) -
     )
 
 
-async def test_tls_for_http_and_dap(dashboard: str, tmp_path: Path) -> None:
+async def test_tls_for_http_and_dap(empty_dashboard: str, tmp_path: Path) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         [
@@ -189,7 +189,7 @@ async def test_tls_for_http_and_dap(dashboard: str, tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    args = ["--dashboard-url", dashboard, "--tls-cert", str(cert), "--tls-key", str(key)]
+    args = ["--dashboard-url", empty_dashboard, "--tls-cert", str(cert), "--tls-key", str(key)]
     bridge = start_bridge(args, tmp_path / "bridge.log")
     try:
         assert bridge.url.startswith("https://")

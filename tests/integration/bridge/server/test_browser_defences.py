@@ -206,9 +206,11 @@ async def test_a_real_page_on_another_local_port_gets_nothing(
     assert not marker.exists(), results
 
 
-def test_the_connection_file_goes_when_the_bridge_stops(dashboard: str, tmp_path: Path) -> None:
+def test_the_connection_file_goes_when_the_bridge_stops(
+    empty_dashboard: str, tmp_path: Path
+) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAYDAP_TOKEN")}
-    running = start_bridge(["--dashboard-url", dashboard], tmp_path / "bridge.log", env)
+    running = start_bridge(["--dashboard-url", empty_dashboard], tmp_path / "bridge.log", env)
     written = runtime_dir() / f"bridge-{running.process.pid}.json"
     assert written.exists()
     stop_bridge(running)

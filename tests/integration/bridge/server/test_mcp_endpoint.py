@@ -149,10 +149,10 @@ def test_bad_mcp_input_gets_an_error_and_harms_nothing(secured: BridgeProcess) -
 
 
 async def test_raydap_mcp_tells_the_agent_at_once_when_the_bridge_is_gone(
-    dashboard: str, tmp_path: Path
+    empty_dashboard: str, tmp_path: Path
 ) -> None:
     env = {k: v for k, v in os.environ.items() if k != "RAYDAP_TOKEN"}
-    bridge = start_bridge(["--dashboard-url", dashboard], tmp_path / "bridge.log", env)
+    bridge = start_bridge(["--dashboard-url", empty_dashboard], tmp_path / "bridge.log", env)
     server = StdioServerParameters(
         command=sys.executable, args=["-m", "raydap.bridge", "mcp"],
         env=dict(env, RAYDAP_URL=bridge.url, RAYDAP_TOKEN=bridge.token or ""),
