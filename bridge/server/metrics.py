@@ -116,9 +116,7 @@ class _Captures(Collector):
             "raydap_captures_dropped", "Captures dropped: too large, or their point's room "
             "was full", value=found.dropped,
         )  # fmt: skip
-        yield GaugeMetricFamily(
-            "raydap_captures_kept", "Captures kept now", value=len(found.summaries())
-        )
+        yield GaugeMetricFamily("raydap_captures_kept", "Captures kept now", value=len(found))
         yield GaugeMetricFamily(
             "raydap_capture_points_disabled", "Capture points a worker turned off (over their "
             "time budget)", value=len(found.disabled),

@@ -211,6 +211,9 @@ class Captures:
             ):
                 yield capture
 
+    def __len__(self) -> int:
+        return len(self._kept)
+
     def counts(self) -> dict[str, int]:
         """Captures kept per point id."""
         counted: dict[str, int] = {}
