@@ -161,6 +161,9 @@ class SessionBook:
         self._entries: dict[BookKey, tuple[Entry, ...]] = {}
         self._answers: dict[str, dict[int, Answer]] = {}  # worker -> entry id -> its answer
         self._told: dict[int, Answer] = {}  # what the client was last shown, by id
+        #: Capture points a worker turned off: worker -> entry id -> why. Kept apart from the
+        #: answers: the worker's answer to the list may be read after its point turned off.
+        self._off: dict[str, dict[int, str]] = {}
         self._next_id = 1
 
     def lists(self) -> list[BookKey]:
@@ -198,6 +201,8 @@ class SessionBook:
             self._told.pop(gone.id, None)
             for answers in self._answers.values():
                 answers.pop(gone.id, None)
+            for off in self._off.values():
+                off.pop(gone.id, None)
         self._entries[key] = tuple(entries)
         return self._entries[key]
 
@@ -215,8 +220,15 @@ class SessionBook:
             if entry.spec == spec:
                 self._answers.setdefault(worker, {})[entry.id] = answer
 
+    def turned_off(self, worker: str, key: BookKey, spec: Spec, why: str) -> None:
+        """A worker turned a capture point of this session off."""
+        for entry in self._entries.get(key, ()):
+            if entry.spec == spec:
+                self._off.setdefault(worker, {})[entry.id] = why
+
     def forget_worker(self, worker: str) -> None:
         self._answers.pop(worker, None)
+        self._off.pop(worker, None)
 
     def ids_of(self, key: BookKey, spec: Spec) -> list[int]:
         return [entry.id for entry in self._entries.get(key, ()) if entry.spec == spec]
@@ -243,16 +255,24 @@ class SessionBook:
         return changed
 
     def _merged(self, key: BookKey, entry: Entry) -> Answer:
-        """Verified where any worker verified it; else why not, from a worker if one said."""
-        answers = [a[entry.id] for a in self._answers.values() if entry.id in a]
+        """Verified where any worker verified it; else why not, from a worker if one said. A
+        capture point a worker turned off says so (unverified once every worker did)."""
+        off = [whys[entry.id] for whys in self._off.values() if entry.id in whys]
+        answers = [
+            a[entry.id]
+            for worker, a in self._answers.items()
+            if entry.id in a and entry.id not in self._off.get(worker, {})
+        ]
         chosen = next((a for a in answers if a.get("verified")), answers[0] if answers else None)
         shown: Answer = {"id": entry.id, "verified": bool(chosen and chosen.get("verified"))}
+        if off:
+            shown["message"] = off[0] if len(off) == 1 else f"{off[0]} (and {len(off) - 1} more)"
         line = chosen.get("line") if chosen else None
         if isinstance(line, int):
             shown["line"] = line
         elif entry.line is not None:
             shown["line"] = entry.line
-        if not shown["verified"]:
+        if not shown["verified"] and not off:
             message = chosen.get("message") if chosen else None
             shown["message"] = (
                 message

@@ -20,20 +20,35 @@ from typing import Any
 from raydap.live.captures import condition as capture_condition
 
 MODE = "capture"
-#: What the bridge offers in ``capabilities.breakpointModes``.
+#: A plain breakpoint's mode, said so a client can switch back to it.
+STOP_MODE = "stop"
+#: What the bridge offers in ``capabilities.breakpointModes``. Two, as VS Code offers "Edit
+#: Mode..." only where a breakpoint has more than one.
 BREAKPOINT_MODES = [
+    {
+        "mode": STOP_MODE,
+        "label": "Stop",
+        "description": "Pause the worker that reaches this line (a breakpoint)",
+        "appliesTo": ["source"],
+    },
     {
         "mode": MODE,
         "label": "Capture (no stop)",
         "description": "Record the stack and locals of every rank that reaches this line, and "
         "let it run on",
         "appliesTo": ["source"],
-    }
+    },
 ]
+#: A worker's point turned itself off: said by an upstream to its sessions (never to a client),
+#: ``{"point": ID, "reason": WHY}``, so each session owning the point tells its client.
+POINT_OFF_EVENT = "raydapCapturePointOff"
 #: The field of a breakpoint object that holds a capture point's settings.
 SETTINGS = "capture"
 #: The field of a breakpoint given to a worker that lists the capture points it holds.
 RIDING = "capturePoints"
+#: The field of a worker's breakpoint that merges capture points with a plain breakpoint: the
+#: plain one as asked (so a kept list can be read back as it was asked: :func:`unmerge`).
+PLAIN = "plainBreakpoint"
 #: The settings a point gets unless it asks otherwise (see :class:`raydap.live.captures.Limits`).
 DEFAULTS: dict[str, Any] = {"interval": 1.0, "most": 50, "budget_ms": 50.0}
 #: How long a point captures (seconds) unless it asks otherwise.
@@ -121,13 +136,20 @@ def for_worker(breakpoints: Sequence[dict[str, Any]]) -> tuple[list[dict[str, An
         if not points:  # plain breakpoints are given as they are, as before
             for i in indexes:
                 positions[i] = len(given)
-                given.append(breakpoints[i])
+                given.append(_plain(breakpoints[i]))
             continue
         merged = _capturing(line, points, plain[-1] if plain else None)
         for i in indexes:
             positions[i] = len(given)
         given.append(merged)
     return given, positions
+
+
+def _plain(breakpoint: dict[str, Any]) -> dict[str, Any]:
+    """A breakpoint as debugpy knows one: without a mode (a client's "stop")."""
+    if "mode" not in breakpoint:
+        return breakpoint
+    return {key: value for key, value in breakpoint.items() if key != "mode"}
 
 
 def _settings(breakpoint: dict[str, Any]) -> dict[str, Any] | None:
@@ -156,7 +178,24 @@ def _capturing(
     # Captures are taken, then the plain breakpoint stops as it would have.
     own = plain.get("condition")
     stop = f"({own})" if isinstance(own, str) and own.strip() else "True"
-    return {**plain, "condition": f"{condition} or {stop}", RIDING: held}
+    own_breakpoint = _plain(plain)
+    return {**own_breakpoint, "condition": f"{condition} or {stop}", RIDING: held,
+            PLAIN: own_breakpoint}  # fmt: skip
+
+
+def unmerge(given: Sequence[Any]) -> list[dict[str, Any]]:
+    """The plain breakpoints of a list :func:`for_worker` made, as they were asked: a line's
+    merged breakpoint back to its plain one, capture points left out (whoever owns them gives
+    them again: a restarted bridge reads its own from ``points.json``)."""
+    plain = []
+    for breakpoint in given:
+        if not isinstance(breakpoint, dict):
+            continue
+        if RIDING not in breakpoint:
+            plain.append(breakpoint)
+        elif isinstance(own := breakpoint.get(PLAIN), dict):
+            plain.append(own)
+    return plain
 
 
 def riding(breakpoint: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -270,6 +270,8 @@ class WorkerMux:
             if isinstance(thread_id, int):  # clients learn of threads without asking
                 started = {"reason": "started", "threadId": thread_id}
                 self._send(event("thread", self._to_client(worker, started)))
+        for point, why in list(worker.upstream.points_off.items()):
+            self._point_off(worker, {"point": point, "reason": why})  # announces breakpoints
         self._announce_breakpoints()
         for stop in stops:
             self.upstream_event(worker.upstream, stop)
@@ -319,6 +321,9 @@ class WorkerMux:
             return
         if name == "breakpoint":
             self._worker_breakpoint(worker, body)
+            return
+        if name == capture_points.POINT_OFF_EVENT:
+            self._point_off(worker, body or {})
             return
         if body is not None:
             # The upstream hands one event to every session: rewrite a copy of our own.
@@ -453,6 +458,17 @@ class WorkerMux:
         if ours is None:
             return  # another session's breakpoint
         self.book.answered_one(worker.key, *ours, dict(changed))
+        self._announce_breakpoints()
+
+    def _point_off(self, worker: Worker, body: dict[str, Any]) -> None:
+        """A worker turned one of this session's capture points off: the client is told, on
+        the breakpoint, in which worker and why."""
+        why = f"turned itself off in {worker.label}: {body.get('reason')}"
+        for key in self.book.lists():
+            for entry in self.book.entries(key):
+                settings = json.loads(entry.spec).get(capture_points.SETTINGS)
+                if isinstance(settings, dict) and settings.get("id") == body.get("point"):
+                    self.book.turned_off(worker.key, key, entry.spec, why)
         self._announce_breakpoints()
 
     def _announce_breakpoints(self) -> None:

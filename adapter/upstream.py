@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from raydap.adapter.cache import Key, StopCache, answer_for
+from raydap.adapter.capture_points import POINT_OFF_EVENT
 from raydap.adapter.channel import Channel, StreamChannel
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
@@ -140,6 +141,9 @@ class Upstream:
         #: Told of each capture a live worker took at a capture point, or of a point it
         #: turned off (:mod:`raydap.live.captures`).
         self.on_capture: Callable[[object], None] | None = None
+        #: Capture points this worker turned off, and why: told to each session that joins
+        #: later, as its stops are.
+        self.points_off: dict[str, str] = {}
         #: Stops being moved out of Ray's hook (:mod:`.settler`).
         self._settler = Settler()
         #: Breakpoint settings sent and not answered yet: a stop at one of them may come
@@ -454,8 +458,13 @@ class Upstream:
                 self.on_child(child)
         elif name == PROCESS_GROUPS_EVENT and self.on_process_groups is not None:
             self.on_process_groups(body)
-        elif name == CAPTURE_EVENT and self.on_capture is not None:
-            self.on_capture(body)
+        elif name == CAPTURE_EVENT:
+            if self.on_capture is not None:
+                self.on_capture(body)
+            point, why = body.get("point"), body.get("disabled")
+            if isinstance(point, str) and isinstance(why, str):  # the sessions owning it say so
+                self.points_off[point] = why[:1000]
+                self._broadcast(event(POINT_OFF_EVENT, {"point": point, "reason": why[:1000]}))
         elif name == "terminated":
             # debugpy's adapter says so when the worker process dies, but keeps the socket
             # open: the worker is gone all the same. It says so too while it handles the

@@ -71,12 +71,20 @@ async def test_a_point_over_its_budget_turns_itself_off(live: Live, dap_connect:
     client = await dap_connect("127.0.0.1", port)
     await client.attach(breakpoint="w1")
 
-    await set_capture(client, interval=0, budget_ms=0)
+    shown = await set_capture(client, interval=0, budget_ms=0)
 
     await until(lambda: bool(captures), timeout=10)
     await asyncio.sleep(0.5)
     assert len(captures) == 1  # the one that cost too much, and no other
     assert "of CPU, over the point's budget of 0 ms" in captures[0]["disabled"]
+    # The client that set it is told on the breakpoint itself: off, where and why; in the
+    # answer to its request when the first hit came first, else in a breakpoint event.
+    if "message" not in shown:
+        told = await client.wait_event("breakpoint", timeout=10)
+        assert told.body["reason"] == "changed"
+        shown = told.body["breakpoint"]
+    assert shown["verified"] is False and shown["message"].startswith("turned itself off in ")
+    assert "over the point's budget of 0 ms" in shown["message"]
     assert stops(client) == []
     flag.touch()
 

@@ -75,6 +75,24 @@ def test_a_workers_late_word_changes_what_the_client_sees() -> None:
     assert [b["verified"] for b in book.changes()] == [True]
 
 
+def test_a_capture_point_a_worker_turned_off_says_why_and_is_unverified_once_all_did() -> None:
+    book = SessionBook()
+    point = {"line": 3, "mode": "capture", "capture": {"id": "cp-0123456789"}}
+    entries = book.set(KEY, [point])
+    book.answered("w1", entries, [{"verified": True, "line": 3}])
+    book.answered("w2", entries, [{"verified": True, "line": 3}])
+    book.shown(KEY)
+    book.turned_off("w1", KEY, spec_of(point), "turned itself off in rank 1: over budget")
+    assert [(b["verified"], b["message"]) for b in book.changes()] == [
+        (True, "turned itself off in rank 1: over budget")
+    ]  # fmt: skip
+    book.turned_off("w2", KEY, spec_of(point), "turned itself off in rank 2: over")
+    book.answered("w2", entries, [{"verified": True, "line": 3}])  # an answer read late
+    assert [(b["verified"], b["message"]) for b in book.changes()] == [
+        (False, "turned itself off in rank 1: over budget (and 1 more)")
+    ]  # fmt: skip
+
+
 def test_set_requests_are_read_in_both_forms() -> None:
     assert requested("setBreakpoints", {"lines": [3, "x"]}) == [{"line": 3}]
     assert requested("setBreakpoints", {"breakpoints": [{"line": 3}, 4]}) == [{"line": 3}]

@@ -7,14 +7,28 @@ import ast
 import json
 
 from raydap.adapter import bridge_capabilities
-from raydap.adapter.capture_points import DEFAULTS, for_worker, point_id, tag
+from raydap.adapter.capture_points import DEFAULTS, for_worker, point_id, tag, unmerge
 
 
-def test_the_bridge_offers_the_capture_mode() -> None:
+def test_the_bridge_offers_the_capture_mode_beside_a_plain_stop() -> None:
     modes = bridge_capabilities(None)["breakpointModes"]
 
-    assert modes == [{**modes[0], "mode": "capture", "label": "Capture (no stop)"}]
-    assert modes[0]["appliesTo"] == ["source"]
+    # VS Code shows "Edit Mode..." only for a breakpoint with more than one mode.
+    assert [(m["mode"], m["label"]) for m in modes] == [
+        ("stop", "Stop"), ("capture", "Capture (no stop)"),
+    ]  # fmt: skip
+    assert all(m["appliesTo"] == ["source"] for m in modes)
+
+
+def test_a_breakpoint_switched_back_to_stop_reaches_debugpy_as_a_plain_one() -> None:
+    stop = {"line": 7, "mode": "stop", "condition": "x > 1"}
+    point = tag("/a.py", [{"line": 7, "mode": "capture"}])[0]
+
+    alone, _ = for_worker([stop])
+    together, _ = for_worker([stop, point])
+
+    assert alone == [{"line": 7, "condition": "x > 1"}]
+    assert "mode" not in together[0] and together[0]["condition"].endswith(" or (x > 1)")
 
 
 def test_a_point_keeps_its_id_and_expiry_when_its_list_is_sent_again() -> None:
@@ -80,3 +94,15 @@ def test_points_and_a_plain_breakpoint_on_one_line_are_one_breakpoint_that_stops
     assert merged["condition"].endswith(" or (step > 5)") and merged["hitCondition"] == "2"
     alone, _ = for_worker(points)
     assert "or" not in alone[0]["condition"].rsplit(")", 1)[-1]  # no plain one: never stops
+
+
+def test_a_list_given_to_a_worker_reads_back_as_its_plain_breakpoints() -> None:
+    """What a restarted bridge restores from a kept list: each plain breakpoint as it was asked
+    (the condition of its line's merged one included), capture points left to their owners."""
+    plain = {"line": 7, "condition": "x > 1"}
+    alone = {"line": 9}
+    points = tag("/a.py", [{"line": 7, "mode": "capture"}, {"line": 12, "mode": "capture"}])
+
+    given, _ = for_worker([plain, alone, *points])
+
+    assert unmerge(json.loads(json.dumps(given))) == [plain, alone]  # as kept in GCS, as JSON
