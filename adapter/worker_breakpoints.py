@@ -30,6 +30,11 @@ from raydap.protocol import Response
 Ask = Callable[[str, dict[str, Any]], Awaitable[Response]]
 
 
+#: The owner of the lists a worker was given before a session set them: a restarted bridge's
+#: kept breakpoints (:meth:`raydap.bridge.workers.live.LiveWorkers.configure`).
+KEPT = "kept breakpoints"
+
+
 @dataclass(frozen=True)
 class Given:
     """What a worker made of one session's share of a list."""
@@ -50,11 +55,21 @@ class WorkerBreakpoints:
         self._sending: set[asyncio.Future[Response]] = set()
 
     async def give(
-        self, owner: Hashable, key: BookKey, specs: Sequence[Spec], base: dict[str, Any]
+        self,
+        owner: Hashable,
+        key: BookKey,
+        specs: Sequence[Spec],
+        base: dict[str, Any],
+        *,
+        beside_kept: bool = False,
     ) -> Given:
         """``owner`` now wants exactly ``specs`` in list ``key`` (the worker's path); send the
-        worker the union, with ``base`` (the session's other arguments of the request)."""
+        worker the union, with ``base`` (the session's other arguments of the request). A
+        session's list replaces the :data:`KEPT` one, as it would replace it in the worker;
+        ``beside_kept`` (capture points set outside any session) leaves it."""
         command, path = key
+        if owner != KEPT and not beside_kept:
+            self.book.put(KEPT, key, ())
         union = self.book.put(owner, key, specs)
         arguments, positions = set_arguments(base, path, union)
         response = await self._ask(command, arguments)

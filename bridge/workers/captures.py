@@ -38,6 +38,7 @@ MAX_CAPTURE_BYTES = 1024 * 1024
 #: Messages queued for one events subscriber at most.
 MAX_QUEUED = 1000
 _FILE = re.compile(r"^cap-[0-9a-f]{12}\.json$")
+_PART = re.compile(r"^\.cap-[0-9a-f]{12}\.json\.part$")
 
 
 class CaptureKind(str, Enum):
@@ -230,6 +231,11 @@ class Captures:
             return 0
         found: list[Capture] = []
         for path in self.directory.iterdir():
+            if _PART.match(path.name):  # a write a killed bridge never finished
+                with contextlib.suppress(OSError):
+                    if os.lstat(path).st_uid == os.getuid():
+                        path.unlink()
+                continue
             if not _FILE.match(path.name):
                 continue
             try:
@@ -255,13 +261,18 @@ class Captures:
         if self.directory is None:
             return
         path = self.directory / f"{capture_id}.json"
+        # Written whole, then renamed: a bridge killed mid-write leaves no half a capture.
+        part = self.directory / f".{capture_id}.json.part"
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-            descriptor = os.open(path, flags, 0o600)
+            descriptor = os.open(part, flags, 0o600)
             with os.fdopen(descriptor, "w") as file:
                 file.write(text)
+            os.replace(part, path)
         except OSError as exc:
             log.warning("capture %s kept in memory only: %s", capture_id, exc)
+            with contextlib.suppress(OSError):
+                part.unlink()
 
     def _remove(self, capture_id: str) -> None:
         capture, size = self._kept.pop(capture_id)

@@ -16,6 +16,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from raydap.adapter import Upstream, UpstreamError
+from raydap.adapter.breakpoints import BOOK_COMMANDS, spec_of
+from raydap.adapter.capture_points import unmerge
+from raydap.adapter.worker_breakpoints import KEPT
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import Marks
@@ -141,8 +144,17 @@ class LiveWorkers:
     # -- the holder's hooks -----------------------------------------------------------------
 
     async def configure(self, rid: str, upstream: Upstream) -> None:
-        """A live worker being attached gets the kept breakpoints before it runs on."""
-        for (command, _), arguments in list(self.configuration.items()):
+        """A live worker being attached gets the kept breakpoints before it runs on. Its
+        breakpoint lists go through its one owner of breakpoints, as kept (:data:`KEPT`), so
+        that capture points given it later join them rather than replace them."""
+        for (command, path), arguments in list(self.configuration.items()):
+            if command in BOOK_COMMANDS:
+                kept = [spec_of(b) for b in unmerge(arguments.get("breakpoints") or [])]
+                base = {k: v for k, v in arguments.items() if k not in ("breakpoints", "lines")}
+                given = await upstream.breakpoints.give(KEPT, (command, path), kept, base)
+                if given.refused:
+                    log.info("%s refused %s: %s", rid, command, given.refused)
+                continue
             try:
                 response = await upstream.request(command, arguments)
             except UpstreamError as exc:

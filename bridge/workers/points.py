@@ -105,7 +105,7 @@ class Points:
             return
         specs = [spec_of(p) for p in self._points.get(owner, {}).get(path, [])]
         given = await upstream.breakpoints.give(
-            owner, ("setBreakpoints", path), specs, {"source": {"path": path}}
+            owner, ("setBreakpoints", path), specs, {"source": {"path": path}}, beside_kept=True
         )
         if given.refused:
             log.info("%s refused the capture points in %s: %s", upstream.name, path, given.refused)

@@ -221,15 +221,30 @@ def live_head() -> Iterator[LocalRay]:
         yield head
 
 
+def captured(bridge: BridgeProcess, point: str, count: int) -> list[dict[str, Any]]:
+    """The point's captures, once there are ``count``."""
+
+    def enough() -> list[dict[str, Any]] | None:
+        found = bridge.get(f"/api/v1/captures?point={point}")["captures"]
+        return list(found) if len(found) >= count else None
+
+    return wait_until(enough, timeout=30, what=f"{count} captures of {point}")
+
+
 async def test_a_restarted_bridge_holds_live_workers_again_with_their_breakpoints(
     live_head: LocalRay, tmp_path: Path, dap_connect: Connect
 ) -> None:
-    first = start_bridge(["--address", live_head.address], tmp_path / "first.log")
+    kept_in = ["--address", live_head.address, "--captures", str(tmp_path / "captures")]
+    first = start_bridge(kept_in, tmp_path / "first.log")
     second: BridgeProcess | None = None
     job = await asyncio.to_thread(start_job, live_head.address, "live_ranks.py")
     try:
         ranks = await asyncio.to_thread(wait_workers, first, job.job_id, running_ranks)
         await follow_with_conditional_breakpoint(dap_connect, first, job, ranks)
+        # A capture point set over HTTP on the same line, and what it took before the crash.
+        point = first.post("/api/v1/capture-points", {"path": SCRIPT, "line": LOOP,
+                                                      "interval": 0.2, "most": 1000})  # fmt: skip
+        taken = await asyncio.to_thread(captured, first, point["id"], 2)
         gcs = gcs_client(live_head.address)
 
         def kept() -> bool:  # what a bridge that restarts reads: the breakpoint kept in GCS
@@ -241,9 +256,16 @@ async def test_a_restarted_bridge_holds_live_workers_again_with_their_breakpoint
         first.process.kill()  # a crash: nothing is cleaned up
         first.process.wait()
         (runtime_dir() / f"bridge-{first.process.pid}.json").unlink(missing_ok=True)
-        second = start_bridge(["--address", live_head.address], tmp_path / "second.log")
+        second = start_bridge(kept_in, tmp_path / "second.log")
         again = await asyncio.to_thread(wait_workers, second, job.job_id, running_ranks)
         assert [w["id"] for w in again] == [r["id"] for r in ranks]
+        # The point and its captures were kept; the point is back in the workers, capturing.
+        listed = second.get("/api/v1/capture-points")["points"]
+        [back] = [p for p in listed if p["id"] == point["id"]]
+        assert (back["owner"], back["line"]) == (point["owner"], LOOP)
+        after = await asyncio.to_thread(captured, second, point["id"], len(taken) + 2)
+        assert {c["id"] for c in taken} < {c["id"] for c in after}
+        second.delete(f"/api/v1/capture-points/{point['id']}")
 
         # The kept breakpoint is back in the workers: make rank 0 meet its condition.
         await rank0_meets_the_condition(second, job, ranks)

@@ -8,7 +8,7 @@ import itertools
 from typing import Any
 
 from raydap.adapter.breakpoints import spec_of
-from raydap.adapter.worker_breakpoints import WorkerBreakpoints
+from raydap.adapter.worker_breakpoints import KEPT, WorkerBreakpoints
 from raydap.protocol import Response
 
 PATH = "/job/train.py"
@@ -82,3 +82,19 @@ async def test_a_refused_list_says_why_for_each_breakpoint_of_the_session() -> N
 
     assert given.refused == "worker w1 is gone (exited)"
     assert given.shares == [{"verified": False, "message": "worker w1 is gone (exited)"}] * 2
+
+
+async def test_kept_breakpoints_stay_beside_capture_points_until_a_session_sets_the_file() -> None:
+    """A restarted bridge gives a live worker its kept list first; a capture point set outside
+    any session joins it, and a session's own list replaces it, as it would in debugpy."""
+    worker = Debugpy()
+    owner = WorkerBreakpoints(worker.ask)
+    base = {"source": {"path": PATH}}
+
+    await owner.give(KEPT, KEY, specs(10), base)
+    point = spec_of({"line": 30, "mode": "capture", "capture": {"id": "cp-0123456789"}})
+    await owner.give("ci (HTTP)", KEY, [point], base, beside_kept=True)
+    assert worker.lists[PATH] == [10, 30]
+
+    await owner.give("editor", KEY, specs(20), base)
+    assert worker.lists[PATH] == [30, 20]  # the kept line 10 is the editor's to keep or drop

@@ -87,6 +87,19 @@ def test_captures_are_kept_owner_only_and_read_back(tmp_path: Path) -> None:
     assert again.summaries()[0].job == "02000000"
 
 
+def test_a_write_a_killed_bridge_left_half_done_is_not_read_and_is_cleaned_up(
+    tmp_path: Path,
+) -> None:
+    Captures(registry_with(), tmp_path).told("w1", event())
+    (tmp_path / ".cap-222222222222.json.part").write_text('{"id": "cap-2222')  # cut short
+    (tmp_path / ".notes.json.part").write_text("not ours")
+
+    again = Captures(Registry(), tmp_path)
+    assert again.load() == 1
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left[0] == ".notes.json.part" and len(left) == 2 and left[1].startswith("cap-")
+
+
 def test_only_files_it_wrote_are_read_back_or_removed(tmp_path: Path) -> None:
     mine = Captures(registry_with(), tmp_path, most=1)
     mine.told("w1", event())
