@@ -45,6 +45,9 @@ class CaptureFeed:
     exception: str | None = None
     #: Why it was taken, said in the stop ("capture point cp-..., hit 120").
     description: str = "capture"
+    #: The worker it was taken in, as fields (a thread's ``worker``, as in a live session):
+    #: ``capture``, ``task``, ``pid``, ``rank``, ``node``.
+    worker: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -110,7 +113,8 @@ class CaptureMux:
 
     def _threads(self, _: dict[str, Any]) -> dict[str, Any]:
         name = f"{self.feed.label} (capture {self.feed.id})"
-        return {"threads": [{"id": THREAD_ID, "name": name}]}
+        worker = {"label": name, **self.feed.worker}
+        return {"threads": [{"id": THREAD_ID, "name": name, "worker": worker}]}
 
     def _stackTrace(self, args: dict[str, Any]) -> dict[str, Any]:
         start = max(0, int(args.get("startFrame") or 0))

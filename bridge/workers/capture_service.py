@@ -154,9 +154,12 @@ class CaptureService:
         description = (
             f"capture point {found.point}, hit {found.hit}" if found.point else "exception"
         )
+        facts = {"capture": found.id, "task": found.function, "pid": found.pid,
+                 "rank": found.rank, "node": found.node}  # fmt: skip
         return CaptureFeed(
             found.id, f"{who}{found.function} ({where})", found.frames,
             exception=found.exception, description=description,
+            worker={name: value for name, value in facts.items() if value is not None},
         )  # fmt: skip
 
     def show(self, point: str, expression: str) -> list[dict[str, Any]]:

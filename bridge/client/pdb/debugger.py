@@ -247,6 +247,8 @@ class Debugger:
 
     async def show(self, expression: str, how: str = "repr") -> str | None:
         """The text pdb prints for ``expression`` (``p``, ``pp``, ``whatis``, echo)."""
+        if self.worker().get("capture"):  # captured values, already shown as text; nothing runs
+            return await self.evaluate(expression, context="watch")
         answer = await self.evaluate(evaluation.shown(expression, how))
         return None if answer is None else evaluation.decode(answer) or answer
 
@@ -325,6 +327,8 @@ class Debugger:
         short = f"{task} pid {pid}" if task and pid else self.worker_label()
         if isinstance(rank, int) and task and pid:
             short = f"rank {rank} {short}"
+        if worker.get("capture"):  # read-only: said where the user types
+            short = f"capture {short}"
         return f"(raydap {short}) "
 
     async def complete(self, text: str) -> list[str]:

@@ -38,8 +38,9 @@ async def capture_port(request: pytest.FixtureRequest) -> AsyncIterator[int]:
     async def resolve(arguments: dict[str, Any]) -> CaptureFeed:
         if arguments.get("capture") != CAPTURE:
             raise AttachError(f"no capture {arguments.get('capture')}")
+        worker = {"capture": CAPTURE, "task": "step", "pid": 7, "rank": 3, "node": "h1"}
         return CaptureFeed(CAPTURE, "rank 3 step (pid 7 on h1)", frames,
-                           description="capture point cp-1, hit 12")  # fmt: skip
+                           description="capture point cp-1, hit 12", worker=worker)  # fmt: skip
 
     token = Token("someone", request.param, "x" * 32)
     listener = DapListener(resolve, lambda: bridge_capabilities(None), authorize=lambda _: token)
@@ -57,7 +58,10 @@ async def test_a_capture_is_a_stop_that_reads_and_never_runs(
     stop = (await client.wait_event("stopped", timeout=5)).body
     assert (stop["reason"], stop["description"]) == ("capture", "capture point cp-1, hit 12")
     threads = (await client.request("threads")).body["threads"]
-    assert threads == [{"id": 1, "name": f"rank 3 step (pid 7 on h1) (capture {CAPTURE})"}]
+    name = f"rank 3 step (pid 7 on h1) (capture {CAPTURE})"
+    assert threads == [{"id": 1, "name": name, "worker": {  # as a live session's, as fields
+        "label": name, "capture": CAPTURE, "task": "step", "pid": 7, "rank": 3, "node": "h1",
+    }}]  # fmt: skip
     frames = (await client.request("stackTrace", {"threadId": 1})).body["stackFrames"]
     top = frames[0]
     assert top["name"].endswith("step") and top["source"]["path"] == __file__
