@@ -1,6 +1,6 @@
 // The bridge's web page: paused workers live from /api/v1/events, merged stacks, evaluate
-// across ranks, continue. Data is only ever put into the page as text (never as HTML): task
-// names and exception messages come from the debugged program.
+// across ranks, continue; its Captures tab is captures.js. Data is only ever put into the page
+// as text (never as HTML): task names and exception messages come from the debugged program.
 'use strict';
 
 const records = new Map();
@@ -234,8 +234,11 @@ function watch() {
       records.delete(change.record.id);
     } else if (change.kind === 'added' || change.kind === 'updated') {
       records.set(change.record.id, change.record);
+    } else if (change.kind === 'capture' || change.kind === 'capture_point_disabled') {
+      capturesChanged(change); // captures.js
+      return;
     } else {
-      return; // a kind a newer bridge sends (captures, ...) that this page does not show
+      return; // a kind a newer bridge sends that this page does not show
     }
     renderWorkers();
   };
@@ -329,16 +332,18 @@ async function loadStacks() {
   }
 }
 
+const TABS = ['workers', 'stacks', 'captures'];
+
 function selectTab(name) {
-  for (const tab of ['workers', 'stacks']) {
+  for (const tab of TABS) {
     $(`tab-${tab}`).setAttribute('aria-selected', String(tab === name));
     $(`panel-${tab}`).hidden = tab !== name;
   }
   if (name === 'stacks') loadStacks();
+  if (name === 'captures') loadCaptures(); // captures.js
 }
 
-$('tab-workers').addEventListener('click', () => selectTab('workers'));
-$('tab-stacks').addEventListener('click', () => selectTab('stacks'));
+for (const tab of TABS) $(`tab-${tab}`).addEventListener('click', () => selectTab(tab));
 $('refresh-stacks').addEventListener('click', loadStacks);
 
 // -- start ------------------------------------------------------------------------------------

@@ -1,13 +1,18 @@
 """Capture points on a real Ray head: four live gloo ranks training, a capture point set from a
-real DAP client and another over HTTP. Every rank is captured and runs on: no stop reaches the
-client, the step counter keeps moving between captures, and the job's result is right."""
+real DAP client and others over HTTP and MCP. Every rank is captured and runs on: no stop reaches
+the client, the step counter keeps moving between captures, and the job's result is right. The
+captures are then read as a pdb user reads them (in a real terminal) and in the web page (in a
+real browser)."""
 
 from __future__ import annotations
 
 import ast
 import asyncio
 import itertools
+import os
 import re
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +21,20 @@ import pytest
 
 from raydap.bridge.client.local_ray import LocalRay
 from tests.conftest import Connect
-from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line, start_job, stop_job
+from tests.e2e.conftest import (
+    JOBS,
+    BridgeProcess,
+    Job,
+    break_line,
+    require_tools,
+    start_job,
+    stop_job,
+)
 from tests.e2e.test_bridge import raydap
 from tests.e2e.test_live import wait_workers
 from tests.e2e.test_mcp import agent, call
 from tests.e2e.test_websockets import ws
+from tests.e2e.tmux import Terminal
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -42,13 +56,17 @@ def local(capture: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 async def test_capture_points_record_every_rank_and_the_job_runs_on(
-    ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, tmp_path: Path
-) -> None:
+    ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, browser: object,
+    tmp_path: Path,
+) -> None:  # fmt: skip
     flag = tmp_path / "stop training"
     job = await asyncio.to_thread(start_job, ray_head.address, "capture_ranks.py",
                                   {"FLAG": str(flag)})  # fmt: skip
     try:
-        await look_without_stopping(bridge, job, dap_connect)
+        point, capture = await look_without_stopping(bridge, job, dap_connect)
+        await asyncio.to_thread(read_in_a_terminal, bridge, capture)
+        screenshots = Path(os.environ.get("RAYDAP_SCREENSHOTS", tmp_path))
+        await look_in_the_page(bridge, browser, point, screenshots)
     finally:
         flag.touch()
         result = await asyncio.to_thread(job.result, 90)
@@ -58,7 +76,11 @@ async def test_capture_points_record_every_rank_and_the_job_runs_on(
     assert len({r[1] for r in ranks}) == 1  # lockstep: every rank did every step
 
 
-async def look_without_stopping(bridge: BridgeProcess, job: Job, dap_connect: Connect) -> None:
+async def look_without_stopping(
+    bridge: BridgeProcess, job: Job, dap_connect: Connect
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Points set through DAP, HTTP and MCP; their captures read through each door. Gives the
+    DAP session's point (still set) and one of its captures."""
     await asyncio.to_thread(wait_workers, bridge, job.job_id, training, 4)
     client = await dap_connect(bridge.dap_host, bridge.dap_port)
     await client.attach(follow={"job": job.job_id})
@@ -159,3 +181,88 @@ async def look_without_stopping(bridge: BridgeProcess, job: Job, dap_connect: Co
     metrics = bridge.get_text("/metrics")
     counted = re.search(r"^raydap_captures_total (\S+)$", metrics, re.MULTILINE)
     assert counted is not None and float(counted[1]) >= len(found) + 6
+    return point, found[0]
+
+
+def read_in_a_terminal(bridge: BridgeProcess, capture: dict[str, Any]) -> None:
+    """``raydap attach CAPTURE``: pdb's w, u, d, l and p over the captured frames; c refused."""
+    require_tools(Path(shutil.which("tmux") or "tmux"))
+    env = {"RAYDAP_URL": bridge.url, "RAYDAP_HISTORY": os.devnull}
+    term = Terminal([sys.executable, "-m", "raydap.bridge", "attach", capture["id"][:10]], env)
+    prompt = rf"\(raydap capture rank {capture['rank']} Rank\.train pid {capture['pid']}\)"
+
+    def command(line: str) -> str:
+        return term.command(line, prompt=prompt)
+
+    try:
+        screen = term.wait_for(lambda text: re.search(prompt, text) is not None)
+        assert f"{SCRIPT}({STEP})Rank.train()" in screen, screen
+        assert command("p self.rank") == str(capture["rank"])
+        whole = bridge.get(f"/api/v1/captures/{capture['id']}")
+        assert command("p step") == local(whole, "step")["value"]
+        listing = command("l")
+        assert re.search(rf"^\s*{STEP}\s+->.*# BREAK step", listing, re.MULTILINE), listing
+        where = command("w").splitlines()
+        assert where[-2] == f"> {SCRIPT}({STEP})Rank.train()", where
+        assert command("u").startswith("> ") and command("d").startswith(f"> {SCRIPT}({STEP})")
+        refused = command("c")
+        assert "read-only" in refused, refused
+        assert command("p self.rank") == str(capture["rank"])  # still there, still stopped
+        term.type("q")
+        term.wait_for("EXITED 0")
+    finally:
+        term.close()
+
+
+async def look_in_the_page(
+    bridge: BridgeProcess, browser: object, point: dict[str, Any], screenshots: Path
+) -> None:
+    """The page's Captures tab: the point and its captures listed, a new one added as it
+    comes, one opened (source, frames, locals), and one value compared across the ranks."""
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    await page.get_by_role("tab", name="Captures").click()
+    points = page.get_by_role("table", name="Capture points").locator("tbody tr")
+    await expect(points.filter(has_text=point["id"])).to_contain_text("a DAP session")
+    rows = page.get_by_role("table", name="Captures").locator("tbody tr")
+    mine = rows.filter(has_text=point["id"])
+    before = await mine.count()
+    assert before >= 8
+    await expect(mine).not_to_have_count(before, timeout=10_000)  # the feed adds new ones
+
+    # Opened: the point's line marked in its source, the frames listed, the locals shown.
+    await mine.first.get_by_role("button", name=re.compile(r"^Open cap-")).click()
+    source = page.get_by_role("list", name="Source of Rank.train")
+    await expect(source.locator("[aria-current=true]")).to_contain_text("# BREAK step")
+    frames = page.get_by_role("list", name="Captured frames").get_by_role("button")
+    await expect(frames.first).to_have_text(f"Rank.train (capture_ranks.py:{STEP})")
+    locals_ = page.get_by_role("list", name="Locals of Rank.train")
+    await expect(locals_).to_contain_text("step = ")
+    await expect(locals_).to_contain_text("shape [2] torch.float32 on cpu")
+    await page.screenshot(path=str(screenshots / "web-captures.png"), full_page=True)
+
+    # One captured value across the ranks, side by side.
+    await page.get_by_label("Point", exact=True).select_option(point["id"])
+    await page.get_by_label("Captured value").fill("self.rank")
+    await page.get_by_role("button", name="Compare ranks", exact=True).click()
+    compared = page.get_by_role("table", name=f"Captured self.rank at {point['id']}")
+    await expect(compared.locator("tbody tr")).to_have_count(4)
+    assert await compared.locator("td.value").all_inner_texts() == ["0", "1", "2", "3"]
+
+    # A point set from the page, then cleared there; the DAP session's own cannot be.
+    await page.get_by_label("Path", exact=True).fill(SCRIPT)
+    await page.get_by_label("Line", exact=True).fill(str(STEP))
+    await page.get_by_label("Rank", exact=True).fill("3")
+    await page.get_by_role("button", name="Set capture point", exact=True).click()
+    ours = points.filter(has_text="rank 3")
+    await expect(ours).to_have_count(1)
+    await expect(ours.locator("td").nth(4)).not_to_have_text("0", timeout=10_000)
+    await ours.get_by_role("button", name=re.compile("^Clear")).click()
+    await expect(ours).to_have_count(0)
+    theirs = points.filter(has_text=point["id"])
+    await theirs.get_by_role("button", name=re.compile("^Clear")).click()
+    await expect(page.locator("#status")).to_contain_text("belongs to a DAP session")
+    await page.close()
