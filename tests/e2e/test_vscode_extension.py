@@ -271,7 +271,8 @@ def test_editor_breakpoints_and_pause_on_a_live_job_in_vscode(
     editor: Editor, editor_ray: LocalRay, tmp_path: Path
 ) -> None:
     """Code with no breakpoint() anywhere: the breakpoint comes from the editor's gutter, in the
-    workspace's copy of a file the workers run from their working_dir package."""
+    workspace's copy of a file the workers run from their working_dir package; then it is made
+    a capture point, and a capture is opened from the Ray Captures view."""
     workspace = copy_workspace(tmp_path)
     job = start_job(editor_ray.address, str(workspace / "live.py"))
     try:
@@ -281,5 +282,8 @@ def test_editor_breakpoints_and_pause_on_a_live_job_in_vscode(
     finally:
         stop_job(job)
     audit = audit_of(tmp_path)
-    assert [a["follow"] for a in audit if a["action"] == "attach"] == [{"job": job.job_id}]
+    # The job followed; then one capture opened from the Ray Captures view, read-only.
+    attaches = [a for a in audit if a["action"] == "attach"]
+    assert [a.get("follow") for a in attaches] == [{"job": job.job_id}, None], audit
+    assert attaches[1]["capture"].startswith("cap-"), audit
     assert [a["token"] for a in audit if a["action"] == "pause"] == ["editor"], audit

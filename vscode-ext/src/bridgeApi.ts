@@ -1,9 +1,10 @@
 /**
- * The bridge's HTTP API: health, records, continue, stacks and pause. Every failure becomes a `BridgeError`
+ * The bridge's HTTP API: health, records, continue, stacks, pause and captures. Every failure becomes a `BridgeError`
  * whose `reason` tells the view what to show (unreachable, token refused, or the bridge's own
  * message), so no caller has to read HTTP status codes.
  */
 
+import { InvalidCapture, parseCaptures, parsePoints, type CapturePoint, type CaptureSummary } from './captures';
 import { parseRecord, type WorkerRecord } from './records';
 import { parseStacks, type StacksAnswer } from './stackTree';
 import { endpoints } from './settings';
@@ -88,6 +89,29 @@ export class BridgeApi {
       return parseStacks(body);
     } catch (error) {
       throw new BridgeError('rejected', `the bridge's stacks: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  async capturePoints(): Promise<CapturePoint[]> {
+    return this.checked('capture points', () => this.call('GET', '/api/v1/capture-points').then(parsePoints));
+  }
+
+  async captures(): Promise<CaptureSummary[]> {
+    return this.checked('captures', () => this.call('GET', '/api/v1/captures').then(parseCaptures));
+  }
+
+  /** Clear a capture point set by HTTP, the CLI or MCP (a DAP session's is cleared in it). */
+  async clearCapturePoint(id: string): Promise<void> {
+    await this.call('DELETE', `/api/v1/capture-points/${encodeURIComponent(id)}`);
+  }
+
+  /** An answer that does not read as it should is the bridge's fault: said as such. */
+  private async checked<T>(what: string, read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (error) {
+      if (error instanceof InvalidCapture) throw new BridgeError('rejected', `the bridge's ${what}: ${error.message}`);
+      throw error;
     }
   }
 

@@ -105,14 +105,14 @@ export function registerCommands(
   }
 }
 
-async function startSession(fields: { name: string } & Record<string, unknown>): Promise<void> {
+export async function startSession(fields: { name: string } & Record<string, unknown>): Promise<void> {
   const folder = vscode.workspace.workspaceFolders?.[0];
   const started = await vscode.debug.startDebugging(folder, { ...fields, type: DEBUG_TYPE, request: 'attach' });
   if (!started) void vscode.window.showErrorMessage('raydap: the debug session did not start; see the "raydap" output');
 }
 
 /** Run a bridge action; its failure is shown, not thrown into VS Code's command runner. */
-async function act<T>(run: () => Promise<T>): Promise<T | undefined> {
+export async function act<T>(run: () => Promise<T>): Promise<T | undefined> {
   try {
     return await run();
   } catch (error) {

@@ -19,6 +19,7 @@ export type RecordsListener = (records: readonly WorkerRecord[], state: StreamSt
 export class Connection implements vscode.Disposable {
   private stream: EventStream | undefined;
   private readonly listeners: RecordsListener[] = [];
+  private readonly captureListeners: (() => void)[] = [];
   private readonly subscriptions: vscode.Disposable[] = [];
   private generation = 0;
 
@@ -38,6 +39,11 @@ export class Connection implements vscode.Disposable {
 
   onRecords(listener: RecordsListener): void {
     this.listeners.push(listener);
+  }
+
+  /** Told when a capture comes or a capture point turns itself off (and on each reconnect). */
+  onCaptures(listener: () => void): void {
+    this.captureListeners.push(listener);
   }
 
   /** The settings as checked; a bad value is reported and the default used instead. */
@@ -88,8 +94,11 @@ export class Connection implements vscode.Disposable {
       }
       const list = [...records.values()];
       for (const listener of this.listeners) listener(list, state);
-    }, undefined, undefined, (verdict) => this.announceHang(verdict));
+    }, undefined, undefined, (verdict) => this.announceHang(verdict), () => {
+      for (const listener of this.captureListeners) listener();
+    });
     for (const listener of this.listeners) listener([], this.stream.state);
+    for (const listener of this.captureListeners) listener();
     this.stream.start();
   }
 

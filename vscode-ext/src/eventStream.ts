@@ -38,6 +38,7 @@ export class EventStream {
     private readonly minDelayMs = 500,
     private readonly maxDelayMs = 10_000,
     private readonly onHang: (verdict: HangVerdict) => void = () => undefined,
+    private readonly onCaptures: () => void = () => undefined,
   ) {
     this.delayMs = minDelayMs;
   }
@@ -91,6 +92,10 @@ export class EventStream {
         const event = parseEvent(JSON.parse(data.toString()));
         if (event.kind === 'hang') {
           this.onHang(event.verdict);
+          return;
+        }
+        if (event.kind === 'captures') {
+          this.onCaptures();
           return;
         }
         applyEvent(this.records, event);

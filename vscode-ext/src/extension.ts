@@ -2,9 +2,11 @@
 
 import * as vscode from 'vscode';
 
+import { registerCaptureCommands } from './captureCommands';
 import { registerCommands } from './commands';
 import { Connection } from './connection';
 import { registerDebugType } from './debugAdapter';
+import { CapturesTreeProvider } from './capturesView';
 import { StacksTreeProvider } from './stacksView';
 import { WorkerTreeProvider } from './treeView';
 import { pausedCount } from './workerTree';
@@ -26,7 +28,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   stacks.onDidChangeTreeData(() => {
     stacksView.message = stacks.message;
   });
-  context.subscriptions.push(log, connection, tree, view, status, stacks, stacksView);
+  const captures = new CapturesTreeProvider(connection);
+  const capturesView = vscode.window.createTreeView('raydap.captures', { treeDataProvider: captures });
+  captures.onDidChangeTreeData(() => {
+    capturesView.message = captures.message;
+  });
+  connection.onCaptures(() => {
+    if (capturesView.visible) captures.reload();
+  });
+  capturesView.onDidChangeVisibility((change) => {
+    if (change.visible) captures.reload();
+  });
+  context.subscriptions.push(log, connection, tree, view, status, stacks, stacksView, captures, capturesView);
 
   connection.onRecords((records, state) => {
     tree.update(records, state);
@@ -47,6 +60,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
 
   registerCommands(context, connection, stacks, stacksView);
+  registerCaptureCommands(context, connection, captures);
   registerDebugType(context, connection, log);
   await connection.reconnect();
 }

@@ -76,7 +76,9 @@ export type BridgeEvent =
   | { kind: 'snapshot'; records: WorkerRecord[] }
   | { kind: 'added' | 'updated' | 'removed'; record: WorkerRecord }
   | { kind: 'hang'; verdict: HangVerdict }
-  /** A kind a newer bridge sends (captures, ...) that this extension does not show. */
+  /** A capture came, or a capture point turned itself off: the captures view reads them again. */
+  | { kind: 'captures' }
+  /** A kind a newer bridge sends that this extension does not show. */
   | { kind: 'other'; name: string };
 
 export class InvalidRecord extends Error {}
@@ -234,6 +236,10 @@ export function parseEvent(value: unknown): BridgeEvent {
       return { kind: raw.kind, record: parseRecord(raw.record) };
     case 'hang':
       return { kind: 'hang', verdict: parseVerdict(raw.verdict) };
+    case 'capture':
+    case 'capture_point_disabled':
+      // Not a record: the captures view reads the bridge again (the summary is not needed).
+      return { kind: 'captures' };
     default:
       // A newer bridge may send kinds this extension does not know: ignored, never fatal.
       if (typeof raw.kind !== 'string') throw new InvalidRecord('an event without a kind');
@@ -248,8 +254,8 @@ export function applyEvent(records: Map<string, WorkerRecord>, event: BridgeEven
     for (const record of event.records) records.set(record.id, record);
   } else if (event.kind === 'removed') {
     records.delete(event.record.id);
-  } else if (event.kind === 'hang' || event.kind === 'other') {
-    return; // not a record: verdicts go to the stream's own listener, other kinds nowhere
+  } else if (event.kind === 'hang' || event.kind === 'captures' || event.kind === 'other') {
+    return; // not a record: verdicts and captures go to the stream's own listeners, others nowhere
   } else {
     records.set(event.record.id, event.record);
   }

@@ -94,6 +94,8 @@ export interface AttachConfiguration {
   localRoot?: string;
   breakpoint?: string;
   follow?: boolean | Record<string, string>;
+  /** A capture's id: a read-only session over what it holds. */
+  capture?: string;
   childSessions?: boolean;
   [key: string]: unknown;
 }
@@ -134,8 +136,12 @@ export function resolveAttach(
   if (config.breakpoint !== undefined && (typeof config.breakpoint !== 'string' || !config.breakpoint)) {
     throw new ConfigError('"breakpoint" must be a worker id (or a unique prefix of one)');
   }
-  if (config.breakpoint !== undefined && config.follow !== undefined) {
-    throw new ConfigError('give "breakpoint" (one worker) or "follow" (many), not both');
+  if (config.capture !== undefined && (typeof config.capture !== 'string' || !/^cap-[0-9a-f]{1,12}$/.test(config.capture))) {
+    throw new ConfigError('"capture" must be a capture id such as cap-1a2b3c4d5e6f (or a unique prefix of one)');
+  }
+  const targets = ['breakpoint', 'follow', 'capture'].filter((key) => config[key] !== undefined);
+  if (targets.length > 1) {
+    throw new ConfigError('give one of "breakpoint" (one worker), "follow" (many) or "capture" (a capture), not several');
   }
   if (config.follow !== undefined && typeof config.follow !== 'boolean') {
     const filter = config.follow;

@@ -8,6 +8,9 @@
 //   stacks-and-pause: show the merged stacks of a hung job (JOB_ID) in the Ray Stacks view,
 //     see two ranks waiting in one frame, pause one of them from there; it shows up paused in
 //     the Ray view; continue it from the view.
+//   live-breakpoints: a gutter breakpoint on a live job's two running ranks, Pause from the
+//     view; then the breakpoint made a capture point ("Edit Mode..."), its captures listed in
+//     the Ray Captures view, and one opened from there as a read-only stop.
 // Started by tests/e2e/test_vscode_extension.py, which runs the Ray job, the bridge and
 // code-server, and checks afterwards that the job finished with the right results.
 //
@@ -92,7 +95,7 @@ function setUserSetting(key, value) {
 /** The Ray view, opened; with the token set through the command, as a person does. */
 async function openRayViewWithToken(page) {
   await runCommand(page, 'View: Show Run and Debug');
-  const ray = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray(?! Stacks)/ }) });
+  const ray = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray(?! Stacks| Captures)/ }) });
   await ray.waitFor();
   if ((await ray.locator('.pane-header').getAttribute('aria-expanded')) === 'false') await ray.locator('.pane-header').click();
   await ray.getByText('The raydap bridge did not accept the token.').waitFor();
@@ -296,7 +299,41 @@ async function liveBreakpoints(page) {
   await page.locator('.debug-call-stack .monaco-list-row', { hasText: /Paused in Rank\.run/i }).waitFor();
   say('paused one running rank from the Ray view: the followed session shows where it is');
   await continueJobFromView(page, ray);
-  await page.locator('.debug-toolbar [aria-label^="Disconnect"]').click();
+
+  // 5. The same line as a capture point: the breakpoint's "Edit Mode..." > "Capture (no stop)".
+  //    Both ranks stop at it first (a breakpoint), then run on past it, captured each time.
+  await page.locator('.tabs-container .tab', { hasText: 'loop.py' }).click();
+  await runCommand(page, 'Go to Line/Column...');
+  await page.keyboard.type('8');
+  await page.keyboard.press('Enter');
+  await runCommand(page, 'Debug: Toggle Breakpoint');
+  await page.locator('.statusbar-item', { hasText: 'Ray: 2 paused' }).waitFor();
+  await breakpoints.locator('.monaco-list-row', { hasText: 'loop.py' }).click({ button: 'right' });
+  await page.getByRole('menuitem', { name: 'Edit Mode...' }).click();
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Capture (no stop)' }).click();
+  await continueJobFromView(page, ray);
+  await ray.locator('.monaco-list-row', { hasText: /^Job .*0 paused · 2 running/ }).waitFor();
+  say('made the breakpoint a capture point from its "Edit Mode...": both ranks run on');
+
+  // 6. The Ray Captures view lists the point and what it took; a click opens one, read-only.
+  const captures = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Ray Captures/ }) });
+  const header = captures.locator('.pane-header');
+  await header.waitFor();
+  if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
+  const point = captures.locator('.monaco-list-row', { hasText: 'loop.py:8' });
+  const taken = captures.locator('.monaco-list-row', { hasText: /(rank|pid) \d+ · \d\d:\d\d:\d\d/ });
+  await taken.nth(1).waitFor(); // one of each rank at least (the view reads the bridge as they come)
+  say(`the Ray Captures view lists the point and its captures: ${await point.getAttribute('aria-label')}`);
+  await taken.first().click();
+  await page.locator('.debug-call-stack .monaco-list-row', { hasText: /capture point cp-[0-9a-f]+, hit \d+/i }).waitFor();
+  await page.locator('.debug-call-stack .monaco-list-row', { hasText: 'spin' }).first().waitFor();
+  const flag = await evaluate(page, 'flag', 'done.flag');
+  say(`opened a capture from the view: stopped at the capture point's hit in spin, where flag was ${flag}`);
+  await page.screenshot({ path: join(screenshots, 'vscode-captures.png') });
+  for (let session = 0; session < 3 && (await page.locator('.debug-toolbar').isVisible()); session++) {
+    await page.locator('.debug-toolbar [aria-label^="Disconnect"]').click(); // the capture's, then the job's
+    await page.waitForTimeout(500);
+  }
   await page.locator('.debug-toolbar').waitFor({ state: 'hidden' });
 }
 

@@ -102,3 +102,22 @@ test('a hang verdict reaches its own listener and leaves the records as they wer
     await fake.close();
   }
 });
+
+test('a capture or a point turned off tells the captures listener, and no record changes', async () => {
+  const fake = await startFakeBridge({ token: 't', records: [record({ id: 'a' })] });
+  const seen: string[][] = [];
+  let told = 0;
+  const stream = new EventStream(fake.url, 't', (records) => seen.push([...records.keys()]), 50, 200, undefined, () => told++);
+  stream.start();
+  try {
+    await eventually(() => seen[seen.length - 1]?.join() === 'a', 'the snapshot');
+    fake.events[0]?.send(JSON.stringify({ kind: 'capture', capture: { id: 'cap-0123456789ab', kind: 'point' } }));
+    fake.events[0]?.send(JSON.stringify({ kind: 'capture_point_disabled', point: 'cp-1', reason: 'over budget' }));
+    await eventually(() => told === 2, 'both messages');
+    assert.equal(stream.state.status, 'connected');
+    assert.deepEqual(seen[seen.length - 1], ['a']);
+  } finally {
+    stream.stop();
+    await fake.close();
+  }
+});

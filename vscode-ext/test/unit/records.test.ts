@@ -47,8 +47,11 @@ test('events without their records are refused, and kinds of a newer bridge igno
   assert.throws(() => parseEvent({ kind: 'snapshot' }), /snapshot without records/);
   assert.throws(() => parseEvent({ kind: 'added' }), /record is not an object/);
   const known = new Map<string, WorkerRecord>([['a', record({ id: 'a' })]]);
+  const newer = parseEvent({ kind: 'recording', recording: { id: 'rec-1' } });
+  assert.deepEqual(newer, { kind: 'other', name: 'recording' });
+  applyEvent(known, newer);
   const capture = parseEvent({ kind: 'capture', capture: { id: 'cap-0123456789ab' } });
-  assert.deepEqual(capture, { kind: 'other', name: 'capture' });
+  assert.deepEqual(capture, { kind: 'captures' });
   applyEvent(known, capture);
   assert.deepEqual([...known.keys()], ['a']);
 });

@@ -64,10 +64,18 @@ test('a child session configuration from the bridge resolves like a user one', (
   assert.equal(child.localRoot, '/src');
 });
 
+test('a capture is opened by its id, as the Captures view starts it', () => {
+  const opened = resolveAttach({ type: 'ray', request: 'attach', name: 'Ray capture', capture: 'cap-0123456789ab' }, settings, '/w');
+  assert.equal(opened.capture, 'cap-0123456789ab');
+  assert.equal(opened.follow, undefined);
+});
+
 test('configuration mistakes are reported before connecting', () => {
   const cases: [Record<string, unknown>, RegExp][] = [
     [{ request: 'launch' }, /use "request": "attach"/],
-    [{ breakpoint: 'a', follow: true }, /not both/],
+    [{ breakpoint: 'a', follow: true }, /not several/],
+    [{ capture: 'cap-12', follow: true }, /not several/],
+    [{ capture: 'a1b2' }, /"capture" must be a capture id/],
     [{ breakpoint: '' }, /worker id/],
     [{ follow: 'job 2' }, /"follow" must be true or a filter/],
     [{ follow: { jobs: '02' } }, /filters by job, task, actor, node/],
