@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import BridgeProcess, Job, break_line, require_tools
+from tests.e2e.test_bridge import bridge_captured_failure
 
 pytestmark = pytest.mark.e2e
 
@@ -115,3 +116,21 @@ def test_nvim_dap_follows_a_job_through_raydap_dap(
     assert seen["allThreadsContinued"] is False and seen["otherStillListed"] is True
     assert seen["rank"] in {"0", "1", "2", "3"} and seen["continuedByAll"] == 3
     assert job.result() == "[0, 10, 20, 30]"
+
+
+def test_nvim_dap_opens_a_capture_read_only_through_raydap_dap(
+    bridge: BridgeProcess, run_job: Callable[[str], Job]
+) -> None:
+    """A failed task's capture, opened in nvim-dap: stopped on its exception, its locals read,
+    continue refused; the held worker is untouched and finishes when let go."""
+    job = run_job("post_mortem.py")
+    [record] = bridge.wait_records(job.job_id)
+    [capture] = bridge_captured_failure(bridge, job.job_id)
+    seen = nvim_dap(bridge, "capture", capture["id"])
+    assert seen.pop("refused").startswith("'continue': this is a capture of load")
+    assert seen == {"function": "load", "line": break_line("post_mortem.py", "load"),
+                    "batch": "3", "reason": "exception"}  # fmt: skip
+    [held] = bridge.wait_records(job.job_id)  # still held: the capture session never touched it
+    assert (held["id"], held["state"]) == (record["id"], "paused")
+    bridge.post(f"/api/v1/breakpoints/{record['id']}/continue", {})
+    assert job.result() == "raised ValueError"

@@ -1,7 +1,7 @@
 -- nvim-dap (unmodified, from ../shared/clients) in a headless Neovim, with `raydap dap` as an
 -- `executable` debug adapter, as a Neovim user configures it.
 --
---   nvim --clean --headless -l nvim_dap.lua NVIM_DAP_DIR RAYDAP single|follow ID_OR_JOB
+--   nvim --clean --headless -l nvim_dap.lua NVIM_DAP_DIR RAYDAP single|follow|capture ID_OR_JOB
 --
 -- Prints one JSON line of what it saw; exits 1 with the reason on any failure.
 local nvim_dap_dir, raydap, scenario, target = unpack(_G.arg)
@@ -94,7 +94,24 @@ local function follow()
   }
 end
 
-local ok, seen = pcall(({ single = single, follow = follow })[scenario])
+-- A capture opened as a read-only stop. (nvim-dap 0.10.0 sends no breakpoint `mode`: its
+-- breakpoints cannot be made capture points from its UI; a capture it can open.)
+local function capture()
+  dap.run({ type = 'ray', request = 'attach', name = 'Ray capture', capture = target })
+  local stopped = wait_for('stopped')
+  local frames = request('stackTrace', { threadId = stopped.body.threadId }).stackFrames
+  local batch = evaluate(frames[1].id, 'batch')
+  local session = dap.session()
+  local refused
+  session:request('continue', { threadId = stopped.body.threadId }, function(e) refused = e or 'answered' end)
+  if not vim.wait(30000, function() return refused ~= nil end, 20) then fail('no answer to continue') end
+  return {
+    ['function'] = frames[1].name, line = frames[1].line, batch = batch, reason = stopped.body.reason,
+    refused = type(refused) == 'table' and (refused.message or vim.inspect(refused)) or refused,
+  }
+end
+
+local ok, seen = pcall(({ single = single, follow = follow, capture = capture })[scenario])
 if not ok then fail(tostring(seen)) end
 io.stdout:write(vim.json.encode(seen) .. '\n')
 os.exit(0)
