@@ -35,6 +35,8 @@ Node = dict[str, Any]
 SECRET_NAMES = ("*token*", "*password*", "*secret*", "*key*")
 REDACTED = "<redacted>"
 _SCALARS = (type(None), bool, int, float, complex)
+#: The scalar types by id: found without comparing classes (a metaclass's ``__eq__`` is code).
+_SCALAR_IDS: dict[int, type] = {id(t): t for t in _SCALARS}
 _CALLABLES = (
     types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
     types.CodeType, types.FrameType, types.TracebackType,
@@ -42,6 +44,9 @@ _CALLABLES = (
 _SMALL_ARRAY = 16
 #: Locals pydevd puts in a frame at a post-mortem stop (the exception it stopped on).
 _DEBUGGER_LOCALS = frozenset({"__exception__"})
+#: Class names already read (see :func:`_type_name`), bounded.
+_TYPE_NAMES: dict[type, str] = {}
+_MOST_TYPE_NAMES = 1024
 #: Roughly what a value's JSON takes beside its strings: ``{"name": , "type": , "value": }``.
 _NODE_OVERHEAD = 40
 
@@ -186,7 +191,7 @@ def _read(value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
 
 
 def _scalar(value: Any, kind: type, bounds: Bounds, budget: _Budget) -> Node:
-    base = next(t for t in _SCALARS if issubclass(kind, t))
+    base = _SCALAR_IDS.get(id(kind)) or next(t for t in _SCALARS if issubclass(kind, t))
     if base is int and not issubclass(kind, bool) and int.bit_length(value) > 4000:
         shown, cut = f"an int of {int.bit_length(value)} bits", "too long"
     else:
@@ -380,11 +385,22 @@ def _module_name(module: types.ModuleType) -> str:
 
 
 def _type_name(kind: type) -> str:
+    # Named once per class of no metaclass of its own (hashing one runs no program code): a
+    # capture names the same few classes hundreds of times.
+    plain = type(kind) is type
+    if plain and (known := _TYPE_NAMES.get(kind)) is not None:
+        return known
     module = type.__dict__["__module__"].__get__(kind)
     qualname = type.__dict__["__qualname__"].__get__(kind)
     if type(module) is not str or module == "builtins":
-        return str(qualname) if type(qualname) is str else "?"
-    return f"{module}.{qualname}" if type(qualname) is str else module
+        name = str(qualname) if type(qualname) is str else "?"
+    else:
+        name = f"{module}.{qualname}" if type(qualname) is str else module
+    if plain:
+        if len(_TYPE_NAMES) >= _MOST_TYPE_NAMES:
+            _TYPE_NAMES.clear()
+        _TYPE_NAMES[kind] = name
+    return name
 
 
 def _source(path: str, line: int, module_globals: dict[str, Any], bounds: Bounds) -> Node:
