@@ -17,12 +17,13 @@ STAMP      := $(VENV)/.installed
 # Every Python raydap supports. `make test` runs the whole suite on PYTHON, beside a reduced but
 # real one on each other version found here (unit, integration, and the end-to-end core, live,
 # follow, stacks and child-process tests on a real Ray head). `MATRIX=` skips it; in CI a missing one fails.
-# The load test (fifty clients, 20-26 s) runs on PYTHON only: it measures the bridge's own
-# asyncio code under load, which is the same on every version.
+# The load test (fifty clients, 20-26 s) and the DAP fuzz (random traffic, 12 s) run on PYTHON
+# only: they drive the bridge's own asyncio and protocol code, which is the same on every version.
 MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/test_live.py \
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py \
-                --deselect tests/integration/bridge/server/test_load.py::test_fifty_clients_thousand_requests_each_nothing_lost_or_misrouted
+                --deselect tests/integration/bridge/server/test_load.py::test_fifty_clients_thousand_requests_each_nothing_lost_or_misrouted \
+                --deselect tests/integration/adapter/test_fuzz_sessions.py::test_random_traffic_gets_valid_replies_and_harms_nobody
 
 .PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-soak clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
