@@ -80,6 +80,12 @@ class WorkerBreakpoints:
         self.book.answered(key, union, answers)
         return Given(split(specs, union, answers))
 
+    def claim(self, owner: Hashable, key: BookKey, specs: Sequence[Spec]) -> None:
+        """``owner``'s share of a list the worker already holds (a worker a replaced bridge
+        handed over keeps its lists): recorded, nothing sent, so the next share given joins
+        it rather than replacing it."""
+        self.book.put(owner, key, specs)
+
     def take_back(self, owner: Hashable, *, resend: bool) -> None:
         """Forget what ``owner`` set. With ``resend`` (a worker that runs on), the lists that
         shrank are sent again in the background; a paused worker keeps them until its lists

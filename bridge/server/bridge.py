@@ -326,6 +326,8 @@ class Bridge:
             kept = received.offer.generated_token
             if kept is not None and self._generated_token is not None:
                 self.auth.tokens = [Token("generated", "debug", kept)]
+            if self.live is not None:  # the kept lists, which the workers handed over hold
+                await self.live.restore_once()
             for worker in received.offer.workers:
                 record = worker.record
                 channel = await adopt_tcp_channel(

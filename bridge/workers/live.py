@@ -68,11 +68,22 @@ class LiveWorkers:
         #: Workers with an open port and no mark (they paused once, then ran on): asked once.
         self._unmarked: set[str] = set()
         self.configuration: dict[ConfigurationKey, dict[str, Any]] = {}
+        self._restored = False
         self._saving: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         #: Told of each live worker held, after its kept breakpoints were given.
         self.also_held: list[Callable[[str, Upstream], None]] = []
         holder.live_hooks = self
+
+    async def restore_once(self) -> None:
+        """:meth:`restore`, the first time only; a failure is said and started without."""
+        if self._restored:
+            return
+        self._restored = True
+        try:
+            await self.restore()
+        except Exception as exc:  # Ray's RPC errors: start without them, and say so
+            log.warning("could not restore live breakpoints: %s", exc)
 
     async def restore(self) -> None:
         """Take back the breakpoints a previous bridge kept (before any worker is held)."""
@@ -85,10 +96,7 @@ class LiveWorkers:
 
     async def run(self, interval: float = 0.5) -> None:
         """Restore, then look for live workers every ``interval`` seconds, through outages."""
-        try:
-            await self.restore()
-        except Exception as exc:  # Ray's RPC errors: start without them, and say so
-            log.warning("could not restore live breakpoints: %s", exc)
+        await self.restore_once()
         problem = ""
         while True:
             try:
@@ -143,17 +151,28 @@ class LiveWorkers:
 
     # -- the holder's hooks -----------------------------------------------------------------
 
+    def _kept_lists(self) -> list[tuple[tuple[str, str], list[str], dict[str, Any]]]:
+        """The kept breakpoint lists: (key, the breakpoints as asked, the other arguments)."""
+        return [
+            (
+                (command, path),
+                [spec_of(b) for b in unmerge(arguments.get("breakpoints") or [])],
+                {k: v for k, v in arguments.items() if k not in ("breakpoints", "lines")},
+            )
+            for (command, path), arguments in list(self.configuration.items())
+            if command in BOOK_COMMANDS
+        ]
+
     async def configure(self, rid: str, upstream: Upstream) -> None:
         """A live worker being attached gets the kept breakpoints before it runs on. Its
         breakpoint lists go through its one owner of breakpoints, as kept (:data:`KEPT`), so
         that capture points given it later join them rather than replace them."""
-        for (command, path), arguments in list(self.configuration.items()):
+        for key, kept, base in self._kept_lists():
+            given = await upstream.breakpoints.give(KEPT, key, kept, base)
+            if given.refused:
+                log.info("%s refused %s: %s", rid, key[0], given.refused)
+        for (command, _), arguments in list(self.configuration.items()):
             if command in BOOK_COMMANDS:
-                kept = [spec_of(b) for b in unmerge(arguments.get("breakpoints") or [])]
-                base = {k: v for k, v in arguments.items() if k not in ("breakpoints", "lines")}
-                given = await upstream.breakpoints.give(KEPT, (command, path), kept, base)
-                if given.refused:
-                    log.info("%s refused %s: %s", rid, command, given.refused)
                 continue
             try:
                 response = await upstream.request(command, arguments)
@@ -164,7 +183,10 @@ class LiveWorkers:
                 log.info("%s refused %s: %s", rid, command, response.message)
 
     def held(self, rid: str, upstream: Upstream) -> None:
-        """A live worker is attached: what it is given from now on is kept."""
+        """A live worker is attached: what it is given from now on is kept. One a replaced
+        bridge handed over holds the kept lists already: they are its :data:`KEPT` share."""
+        for key, kept, _ in self._kept_lists():
+            upstream.breakpoints.claim(KEPT, key, kept)
         upstream.on_configured = self.keep
         for hook in self.also_held:
             hook(rid, upstream)

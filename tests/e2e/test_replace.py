@@ -36,7 +36,9 @@ from tests.e2e.conftest import (
 )
 from tests.e2e.test_bridge import evaluate, stopped_frame
 from tests.e2e.test_live import (
+    LOOP,
     SCRIPT,
+    captured,
     finish_every_rank,
     follow_with_conditional_breakpoint,
     rank0_meets_the_condition,
@@ -77,11 +79,13 @@ def run_job(head: LocalRay) -> Iterator[Callable[[str], Job]]:
 
 @pytest.fixture
 def bridges(head: LocalRay, tmp_path: Path) -> Iterator[Callable[..., BridgeProcess]]:
-    """Start bridges on that head; each is stopped at the end."""
+    """Start bridges on that head, keeping captures in a directory of the test's own; each is
+    stopped at the end."""
     started: list[BridgeProcess] = []
+    captures = ["--captures", str(tmp_path / "captures")]
 
     def start(*args: str, log: str = "bridge.log") -> BridgeProcess:
-        started.append(start_bridge(["--address", head.address, *args], tmp_path / log))
+        started.append(start_bridge(["--address", head.address, *captures, *args], tmp_path / log))
         return started[-1]
 
     yield start
@@ -326,12 +330,19 @@ async def test_a_replace_during_a_follow_session_of_live_ranks_keeps_their_break
     job = run_job("live_ranks.py")
     ranks = await asyncio.to_thread(wait_workers, old, job.job_id, running_ranks)
     client = await follow_with_conditional_breakpoint(dap_connect, old, job, ranks)
+    # A capture point over HTTP on the same line, and what it took before the replace.
+    point = old.post("/api/v1/capture-points", {"path": SCRIPT, "line": LOOP, "interval": 0.2})
+    taken = await asyncio.to_thread(captured, old, point["id"], 2)
 
     new = bridges("--replace", str(old.process.pid), log="new.log")
     assert old.process.wait(timeout=30) == 0, old.log.read_text()[-3000:]
     await until(lambda: client.closed, what="the old bridge's follow session closed")
     again = await asyncio.to_thread(wait_workers, new, job.job_id, running_ranks)
     assert [w["id"] for w in again] == [r["id"] for r in ranks]
+    # The point and its captures came along; the ranks capture on, beside the breakpoint.
+    assert point["id"] in {p["id"] for p in new.get("/api/v1/capture-points")["points"]}
+    after = await asyncio.to_thread(captured, new, point["id"], len(taken) + 2)
+    assert {c["id"] for c in taken} < {c["id"] for c in after}
 
     # The editor's breakpoint is still in the ranks: rank 0 meets its condition and stops.
     await rank0_meets_the_condition(new, job, ranks)

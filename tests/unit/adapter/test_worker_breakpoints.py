@@ -98,3 +98,15 @@ async def test_kept_breakpoints_stay_beside_capture_points_until_a_session_sets_
 
     await owner.give("editor", KEY, specs(20), base)
     assert worker.lists[PATH] == [30, 20]  # the kept line 10 is the editor's to keep or drop
+
+
+async def test_a_handed_over_workers_kept_list_is_claimed_not_sent_and_points_join_it() -> None:
+    worker = Debugpy()
+    owner = WorkerBreakpoints(worker.ask)
+    base = {"source": {"path": PATH}}
+
+    owner.claim(KEPT, KEY, specs(10))  # it holds line 10 already: nothing is sent
+    assert worker.sent == []
+    point = spec_of({"line": 30, "mode": "capture", "capture": {"id": "cp-0123456789"}})
+    await owner.give("ci (HTTP)", KEY, [point], base, beside_kept=True)
+    assert worker.lists[PATH] == [10, 30]
