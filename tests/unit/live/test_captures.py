@@ -1,8 +1,16 @@
 """A capture point's condition, as the bridge writes it and a worker reads it back without
-compiling it at every hit; anything else is left to pydevd."""
+compiling it at every hit (anything else is left to pydevd), and its limits in the worker."""
 
 from __future__ import annotations
 
+import json
+import sys
+import time
+from typing import Any
+
+from pytest import MonkeyPatch
+
+from raydap.live import captures, to_bridge
 from raydap.live.captures import condition, read_condition
 
 
@@ -32,3 +40,32 @@ def test_anything_else_is_not_read_as_capture_points() -> None:
     assert read_condition(smuggled) is None
     assert read_condition("x > 1") is None
     assert read_condition(written.replace("'{}'", "settings")) is None
+
+
+def test_a_point_captures_within_its_limits_in_the_worker(monkeypatch: MonkeyPatch) -> None:
+    """Each limit, as a worker applies it: how many, how often, until when, and which rank
+    (``RANK`` here: no torch.distributed group in this process)."""
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(to_bridge, "send_event", lambda name, body: sent.append(body) or True)
+    monkeypatch.setenv("RANK", "1")
+    captures.forget()
+    frame = sys._getframe()
+
+    def hits(point: str, times: int, **settings: Any) -> list[int]:
+        for _ in range(times):
+            captures._hit(point, json.dumps(settings), frame)
+        return [body["hit"] for body in sent if body["point"] == point]
+
+    assert hits("cp-most", 5, interval=0, most=3) == [1, 2, 3]
+    assert hits("cp-interval", 5, interval=60) == [1]  # one, then not for a minute
+    assert hits("cp-expired", 3, interval=0, until=time.time() - 1) == []
+    assert hits("cp-later", 2, interval=0, until=time.time() + 60) == [1, 2]
+    assert hits("cp-rank-0", 2, interval=0, rank=0) == []
+    assert hits("cp-rank-1", 2, interval=0, rank=1) == [1, 2]
+    assert hits("cp-if", 3, interval=0, condition="frame is not None and len(sent) < 0") == []
+    assert hits("cp-if-so", 1, interval=0, condition="frame is not None") == [1]
+    mine = next(body for body in sent if body["point"] == "cp-later")
+    assert mine["frames"][0]["function"].endswith(
+        "test_a_point_captures_within_its_limits_in_the_worker"
+    )
+    captures.forget()
