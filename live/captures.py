@@ -29,6 +29,7 @@ from typing import Any
 
 from raydap.live import to_bridge
 from raydap.live.capture_values import Bounds, read_frames, read_traceback, read_value
+from raydap.live.collectives import job_of
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def _hit(point_id: str, settings: str, frame: types.FrameType) -> None:
                     return
             except Exception:  # the user's own condition failed: no capture, as pydevd does
                 return
-        point.last = time.monotonic()
+        point.last, hit_at = time.monotonic(), time.time()  # a capture is of the moment of its hit
         point.taken += 1
         # The budget is the thread's CPU time: what the capture costs the worker, whatever
         # else the machine runs meanwhile (wall time on a busy node is mostly waiting).
@@ -213,7 +214,7 @@ def _hit(point_id: str, settings: str, frame: types.FrameType) -> None:
         cost_ms = (time.perf_counter() - started) * 1000
         cpu_ms = (time.thread_time() - started_cpu) * 1000
         body = {
-            "point": point_id, "hit": point.hits, "time": time.time(), "cost_ms": cost_ms,
+            "point": point_id, "hit": point.hits, "time": hit_at, "cost_ms": cost_ms,
             "cpu_ms": cpu_ms, "thread": threading.current_thread().name, "frames": frames,
             "cut": cut, "job": _job(), "rank": _rank(),
         }  # fmt: skip
@@ -230,12 +231,21 @@ def _hit(point_id: str, settings: str, frame: types.FrameType) -> None:
 def _no_collection() -> Iterator[None]:
     """No garbage collection while a capture allocates: a collection it would set off is the
     program's own debt (over 100 ms of CPU in a worker that holds torch, measured), paid a
-    moment later all the same, and would make the capture look costly and turn its point off."""
+    moment later all the same, and would make the capture look costly and turn its point off.
+
+    Nor tracing: before 3.12 pydevd's trace function is the thread's, and is called for each
+    of the thousand or so calls a capture makes (the capture's own code, never a breakpoint's);
+    it is put back as it was."""
     enabled = gc.isenabled()
+    tracer = sys.gettrace()
     gc.disable()
+    if tracer is not None:
+        sys.settrace(None)
     try:
         yield
     finally:
+        if tracer is not None:
+            sys.settrace(tracer)
         if enabled:
             gc.enable()
 
@@ -279,12 +289,9 @@ def _user_frame(caller: types.FrameType) -> types.FrameType | None:
 
 
 def _job() -> str | None:
-    """The Ray job this worker runs (None outside Ray)."""
-    ray = sys.modules.get("ray")
-    try:
-        return str(ray.get_runtime_context().get_job_id()) if ray is not None else None
-    except Exception:  # not connected: no job to match
-        return None
+    """The Ray job this worker runs (None outside Ray, and in a process that imported Ray but
+    never joined a cluster, such as a worker's child: asking Ray there would start one)."""
+    return job_of(sys.modules.get("ray"))
 
 
 def _rank() -> int | None:
