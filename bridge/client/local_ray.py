@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 
 from raydap.bridge.client.ports import free_ports
+from raydap.bridge.cluster.ray_auth import dashboard_headers, token_source
 
 #: In the environment of every process a :class:`LocalRay` head starts: its temp dir.
 MARK = "RAYDAP_LOCAL_RAY"
@@ -43,7 +44,15 @@ class LocalRay:
     ) -> None:
         """``env`` is added to the head's environment (``RAY_AUTH_MODE=token`` ...)."""
         self.num_cpus = num_cpus
-        self.env = env or {}
+        self.env = dict(env or {})
+        # Ray's own choice, made explicit: ``ray start`` turns token auth on where a token exists
+        # (~/.ray/auth_token, which any local ray.init() writes since Ray 2.52), but a driver
+        # joining it does not, and would be refused. Processes that join this head get the mode.
+        if "RAY_AUTH_MODE" not in self.env and "RAY_AUTH_MODE" not in os.environ:
+            self.env["RAY_AUTH_MODE"] = "token" if token_source() is not None else "disabled"
+        mode = self.env.get("RAY_AUTH_MODE", os.environ.get("RAY_AUTH_MODE", ""))
+        self.client_env = {"RAY_AUTH_MODE": mode}
+        self._mode_before: str | None = None
         self.startup_timeout = startup_timeout
         # Every port the head binds is named: Ray's own defaults (10001, 52365...) are shared
         # by every head on the machine, and the ports it picks itself can be taken meanwhile.
@@ -83,6 +92,9 @@ class LocalRay:
         self.process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
         )
+        # This process, and what it starts (a job, a bridge), join the head in its mode.
+        self._mode_before = os.environ.get("RAY_AUTH_MODE")
+        os.environ.update(self.client_env)
         try:
             self._wait_ready()
         except BaseException:
@@ -94,7 +106,7 @@ class LocalRay:
         deadline = time.monotonic() + self.startup_timeout
         url = f"{self.dashboard_url}/api/v0/nodes?detail=1"
         token = self.env.get("RAY_AUTH_TOKEN")
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {"Authorization": f"Bearer {token}"} if token else dashboard_headers()
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 log = (self.temp_dir / "ray-start.log").read_text(errors="replace")[-2000:]
@@ -121,6 +133,10 @@ class LocalRay:
         is suspended (the 15 s grace cost the test suite's head 24 s at its end)."""
         process, self.process = self.process, None
         if process is not None:
+            if self._mode_before is None:
+                os.environ.pop("RAY_AUTH_MODE", None)
+            else:
+                os.environ["RAY_AUTH_MODE"] = self._mode_before
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):

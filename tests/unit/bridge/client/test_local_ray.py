@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from raydap.bridge.client.local_ray import MARK, marked, stop_process_tree
 
@@ -43,3 +44,31 @@ def test_an_orphan_under_a_head_is_found_by_its_mark_and_stopped(tmp_path: Path)
             if process is not None:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     process.kill()
+
+
+def test_the_heads_token_auth_is_chosen_as_ray_would_and_told_to_what_joins_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ray start`` turns token auth on where ~/.ray/auth_token exists (any local ray.init()
+    since Ray 2.52 writes one), and a driver joining it does not: the demo's job was refused."""
+    from raydap.bridge.client.local_ray import LocalRay
+
+    def chosen() -> tuple[dict[str, str], dict[str, str]]:  # a head not started: its choice
+        head = LocalRay()
+        head.stop()  # removes its directory
+        return head.env, head.client_env
+
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert chosen()[1] == {"RAY_AUTH_MODE": "disabled"}
+
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("a" * 32)
+    env, client_env = chosen()
+    assert env["RAY_AUTH_MODE"] == client_env["RAY_AUTH_MODE"] == "token"
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # chosen by the caller: kept as it is
+    env, client_env = chosen()
+    assert client_env == {"RAY_AUTH_MODE": "disabled"} and "RAY_AUTH_MODE" not in env
