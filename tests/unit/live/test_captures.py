@@ -71,31 +71,6 @@ def test_a_point_captures_within_its_limits_in_the_worker(monkeypatch: MonkeyPat
     captures.forget()
 
 
-def test_a_capture_reads_untraced_and_puts_the_debuggers_tracer_back(
-    monkeypatch: MonkeyPatch,
-) -> None:
-    """Before 3.12 pydevd traces the thread: its function would be called for every call the
-    capture makes."""
-    sent: list[dict[str, Any]] = []
-    monkeypatch.setattr(to_bridge, "send_event", lambda name, body: sent.append(body) or True)
-    captures.forget()
-    called: list[str] = []
-
-    def tracer(frame: Any, event: str, arg: Any) -> None:
-        called.append(frame.f_code.co_filename)
-
-    frame = sys._getframe()
-    sys.settrace(tracer)
-    try:
-        captures._hit("cp-traced", json.dumps({"interval": 0}), frame)
-        after = sys.gettrace()
-    finally:
-        sys.settrace(None)
-    assert after is tracer and len(sent) == 1
-    assert called and not [path for path in called if path.endswith("capture_values.py")]
-    captures.forget()
-
-
 def test_a_capture_never_starts_ray_in_a_process_that_imported_it_but_never_joined() -> None:
     """A worker's child (a DataLoader worker) has Ray imported and no cluster: asking Ray for
     its job there would start a local one."""
