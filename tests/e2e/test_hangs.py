@@ -471,19 +471,19 @@ def test_a_progressing_job_is_never_called_hung(
     assert still  # the stacks alone would have called it hung
 
 
-STOP_TIMEOUT = 6  # the job's own collective timeout (tests/e2e/jobs/stopped_rank.py)
-STOPPED_FOR = 2 * STOP_TIMEOUT
+STOP_TIMEOUT = 4  # the job's own collective timeout (tests/e2e/jobs/stopped_rank.py)
+STOPPED_FOR = STOP_TIMEOUT + 3  # well past it
 
 
 async def test_a_rank_stopped_past_its_groups_timeout_does_not_end_its_peer(
     watching_bridge: BridgeProcess, hang_head: LocalRay, dap_connect: Connect, tmp_path: Path
 ) -> None:
-    """Two gloo ranks with a 6 s collective timeout; rank 0 stops for 12 s, by a conditional
+    """Two gloo ranks with a 4 s collective timeout; rank 0 stops for 7 s, by a conditional
     editor breakpoint and by its own ``breakpoint()``, each in a session following the job:
     the bridge raised the timeouts of both ranks when the session began, so rank 1 waits out
-    the stop and the job finishes right. Once the session ends they get 6 s back. Then the
+    the stop and the job finishes right. Once the session ends they get 4 s back. Then the
     plain ``breakpoint()`` nobody expected, as docs/hangs.md says: rank 1 already waits with
-    its 6 s and fails, though the bridge raised its timeout as soon as it held the stop."""
+    its 4 s and fails, though the bridge raised its timeout as soon as it held the stop."""
     pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
     bridge, script = watching_bridge, str(JOBS / "stopped_rank.py")
     state = tmp_path / "debugged"

@@ -22,7 +22,7 @@ from raydap.bridge.client.ports import free_port  # the master's port, taken by 
 
 ray.init(runtime_env={"worker_process_setup_hook": "raydap.live.setup"})
 print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
-TIMEOUT = 6
+TIMEOUT = 4
 STATE = Path(os.environ["STATE_DIR"])
 PHASES = ["run", "break", "end"]
 
