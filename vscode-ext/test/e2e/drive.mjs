@@ -65,6 +65,17 @@ async function runCommand(page, title) {
   await page.keyboard.press('Enter');
 }
 
+/**
+ * Puts the cursor on `line` of the open file, and waits until the status bar says so: keys
+ * typed into "Go to Line" before its box had the focus once left the cursor on line 1, and
+ * the breakpoint toggled next landed there.
+ */
+async function goToLine(page, line) {
+  await quickInput(page, 'F1', `:${line}`);
+  await page.keyboard.press('Enter');
+  await page.locator('.statusbar-item', { hasText: `Ln ${line}, Col` }).waitFor();
+}
+
 /** The debug console's answer to an expression, as shown. */
 async function evaluate(page, expression, expected) {
   await runCommand(page, 'Debug Console: Focus on Debug Console View');
@@ -265,9 +276,7 @@ async function liveBreakpoints(page) {
   await quickInput(page, 'Control+P', 'loop.py');
   await page.locator('.quick-input-list .monaco-list-row', { hasText: 'loop.py' }).first().click();
   await page.locator('.tabs-container .tab.active', { hasText: 'loop.py' }).waitFor();
-  await runCommand(page, 'Go to Line/Column...');
-  await page.keyboard.type('8');
-  await page.keyboard.press('Enter');
+  await goToLine(page, 8);
   await runCommand(page, 'Debug: Toggle Breakpoint');
   const breakpoints = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /^Breakpoints/ }) });
   await breakpoints.locator('.monaco-list-row', { hasText: 'loop.py' }).waitFor();
@@ -285,9 +294,7 @@ async function liveBreakpoints(page) {
 
   // 4. Without it, they run on; Pause on a running rank's row stops that one where it is.
   await page.locator('.tabs-container .tab', { hasText: 'loop.py' }).click();
-  await runCommand(page, 'Go to Line/Column...');
-  await page.keyboard.type('8');
-  await page.keyboard.press('Enter');
+  await goToLine(page, 8);
   await runCommand(page, 'Debug: Toggle Breakpoint');
   await breakpoints.locator('.monaco-list-row', { hasText: 'loop.py' }).waitFor({ state: 'detached' });
   await continueJobFromView(page, ray);
@@ -303,14 +310,18 @@ async function liveBreakpoints(page) {
   // 5. The same line as a capture point: the breakpoint's "Edit Mode..." > "Capture (no stop)".
   //    Both ranks stop at it first (a breakpoint), then run on past it, captured each time.
   await page.locator('.tabs-container .tab', { hasText: 'loop.py' }).click();
-  await runCommand(page, 'Go to Line/Column...');
-  await page.keyboard.type('8');
-  await page.keyboard.press('Enter');
+  await goToLine(page, 8);
   await runCommand(page, 'Debug: Toggle Breakpoint');
   await page.locator('.statusbar-item', { hasText: 'Ray: 2 paused' }).waitFor();
   await breakpoints.locator('.monaco-list-row', { hasText: 'loop.py' }).click({ button: 'right' });
-  await page.getByRole('menuitem', { name: 'Edit Mode...' }).click();
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Capture (no stop)' }).click();
+  // Chosen from the keyboard (the menu has the focus: Edit Condition..., then Edit Mode...):
+  // Playwright did not always find the menu's items, though the menu was shown.
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  const capture = page.locator('.quick-input-list .monaco-list-row', { hasText: 'Capture (no stop)' });
+  await capture.waitFor();
+  await capture.click();
   await continueJobFromView(page, ray);
   await ray.locator('.monaco-list-row', { hasText: /^Job .*0 paused · 2 running/ }).waitFor();
   say('made the breakpoint a capture point from its "Edit Mode...": both ranks run on');
