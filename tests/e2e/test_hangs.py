@@ -491,6 +491,8 @@ async def test_a_rank_stopped_past_its_groups_timeout_does_not_end_its_peer(
     job = start_job(hang_head.address, "stopped_rank.py", env={"STATE_DIR": str(state)})
 
     def timeouts(folder: Path = state) -> list[float]:
+        if job.process.poll() is not None:  # ended before the test ends it: say why
+            raise AssertionError("the job ended:\n" + job.result(timeout=1))
         try:
             return [float((folder / f"timeout-{r}").read_text()) for r in (0, 1)]
         except (FileNotFoundError, ValueError):
@@ -508,7 +510,7 @@ async def test_a_rank_stopped_past_its_groups_timeout_does_not_end_its_peer(
         assert rank_states() == {0: "paused", 1: "running"}  # rank 1 still waits, alive
 
     try:
-        until(lambda: timeouts() == [STOP_TIMEOUT] * 2, 120, "both ranks training", bridge)
+        until(lambda: timeouts() == [STOP_TIMEOUT] * 2, 60, "both ranks training", bridge)
         until(lambda: set(rank_states()) == {0, 1}, 60, "both ranks held, live", bridge)
 
         # A conditional editor breakpoint, rank 0 only

@@ -32,10 +32,13 @@ class Rank:
     def __init__(self, rank, port):
         import torch.distributed as dist
 
+        # Joined with a long timeout (a busy machine may start one rank's process seconds
+        # after the other's), then given the group's short one for every collective.
         dist.init_process_group(
             "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-            timeout=datetime.timedelta(seconds=TIMEOUT),
+            timeout=datetime.timedelta(seconds=120),
         )  # fmt: skip
+        dist.distributed_c10d._set_pg_timeout(datetime.timedelta(seconds=TIMEOUT))
         self.rank = rank
 
     def timeout(self):
