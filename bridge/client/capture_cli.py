@@ -35,6 +35,7 @@ def add_parsers(commands: Any) -> None:
     capture.add_argument("--rank", type=int, help="only this torch.distributed rank")
     capture.add_argument("--interval", type=float, help="seconds between two captures of a worker")
     capture.add_argument("--most", type=int, help="captures of one worker at most")
+    capture.add_argument("--budget-ms", type=float, metavar="MS", help="CPU ms a capture may cost")
     capture.add_argument("--expires", type=float, metavar="SECONDS", help="stop capturing after")
     capture.add_argument("--json", action="store_true", help="the API's answer as JSON")
 
@@ -67,7 +68,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         raise SystemExit(f"raydap capture: say where as PATH:LINE, not {args.where!r}")
     body: dict[str, Any] = {"path": path, "line": int(line)}
     asked = {"condition": args.condition, "job": args.job, "rank": args.rank,
-             "interval": args.interval, "most": args.most, "expires_in": args.expires}  # fmt: skip
+             "interval": args.interval, "most": args.most, "budget_ms": args.budget_ms,
+             "expires_in": args.expires}  # fmt: skip
     body.update({k: v for k, v in asked.items() if v is not None})
     point = api.post("/api/v1/capture-points", body)
     print(json.dumps(point, indent=2) if args.json else f"capture point {point['id']} at "

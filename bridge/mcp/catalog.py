@@ -122,6 +122,7 @@ class SetCapturePoint(Arguments):
     rank: int | None = Field(default=None, ge=0, le=1_000_000, description="only this rank")
     interval: float | None = Field(default=None, ge=0, le=86_400, description="s between two")
     most: int | None = Field(default=None, ge=1, le=100_000, description="captures a worker")
+    budget_ms: float | None = Field(default=None, gt=0, le=60_000, description="CPU ms a capture")
     expires_in: float | None = Field(default=None, gt=0, le=7 * 86_400, description="seconds")
 
 

@@ -184,7 +184,7 @@ class Desk:
 
     async def set_capture_point(self, ask: catalog.SetCapturePoint) -> dict[str, Any]:
         limits: dict[str, float] = {
-            k: v for k in ("interval", "most") if (v := getattr(ask, k)) is not None
+            k: v for k in ("interval", "most", "budget_ms") if (v := getattr(ask, k)) is not None
         }
         if ask.expires_in is not None:
             limits["until"] = time.time() + ask.expires_in

@@ -75,8 +75,10 @@ async def test_a_point_over_its_budget_turns_itself_off(live: Live, dap_connect:
 
     await until(lambda: bool(captures), timeout=10)
     await asyncio.sleep(0.5)
-    assert len(captures) == 1  # the one that cost too much, and no other
-    assert "of CPU, over the point's budget of 0 ms" in captures[0]["disabled"]
+    # Two that cost too much (one alone may be the node's doing), and no other
+    assert len(captures) == 2 and "disabled" not in captures[0]
+    off = "2 captures in a row took more CPU than the point's budget of 0 ms"
+    assert off in captures[1]["disabled"]
     # The client that set it is told on the breakpoint itself: off, where and why; in the
     # answer to its request when the first hit came first, else in a breakpoint event.
     if "message" not in shown:
@@ -84,7 +86,7 @@ async def test_a_point_over_its_budget_turns_itself_off(live: Live, dap_connect:
         assert told.body["reason"] == "changed"
         shown = told.body["breakpoint"]
     assert shown["verified"] is False and shown["message"].startswith("turned itself off in ")
-    assert "over the point's budget of 0 ms" in shown["message"]
+    assert "the point's budget of 0 ms" in shown["message"]
     assert stops(client) == []
     flag.touch()
 

@@ -71,6 +71,31 @@ def test_a_point_captures_within_its_limits_in_the_worker(monkeypatch: MonkeyPat
     captures.forget()
 
 
+def test_a_point_turns_itself_off_after_two_captures_in_a_row_over_its_budget(
+    monkeypatch: MonkeyPatch,
+) -> None:
+    """One costly capture may be the node's (a stolen CPU counts as the thread's): the point
+    runs on; two in a row are the point's, and it turns off and says why. The captures' CPU
+    times are given (80, 10, 80, 80 ms) by the clock the budget reads."""
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(to_bridge, "send_event", lambda name, body: sent.append(body) or True)
+    captures.forget()
+    costs = iter([80.0, 10.0, 80.0, 80.0])
+    clock = iter(t for cost in costs for t in (0.0, cost / 1000))
+    monkeypatch.setattr(captures.time, "thread_time", lambda: next(clock))
+    settings = json.dumps({"interval": 0, "budget_ms": 50})
+
+    for _ in range(6):
+        captures._hit("cp-costly", settings, sys._getframe())
+
+    assert [body["hit"] for body in sent] == [1, 2, 3, 4]  # none after it turned off
+    assert [body.get("disabled") for body in sent[:3]] == [None, None, None]
+    assert sent[3]["disabled"] == (
+        "2 captures in a row took more CPU than the point's budget of 50 ms a hit (the last: 80 ms)"
+    )
+    captures.forget()
+
+
 def test_a_capture_never_starts_ray_in_a_process_that_imported_it_but_never_joined() -> None:
     """A worker's child (a DataLoader worker) has Ray imported and no cluster: asking Ray for
     its job there would start a local one."""
