@@ -50,6 +50,7 @@ export class CapturesTreeProvider implements vscode.TreeDataProvider<CaptureTree
   getTreeItem(item: CaptureTreeItem): vscode.TreeItem {
     const folds = item.type !== 'capture' && item.children.length > 0;
     const tree = new vscode.TreeItem(item.label, folds ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+    tree.id = itemId(item); // kept across reloads: a point's row stays itself as captures come
     tree.description = item.description;
     tree.accessibilityInformation = { label: `${item.label}, ${item.description}` };
     if (item.type === 'capture') {
@@ -76,4 +77,9 @@ export class CapturesTreeProvider implements vscode.TreeDataProvider<CaptureTree
     clearTimeout(this.pending);
     this.changed.dispose();
   }
+}
+
+function itemId(item: CaptureTreeItem): string {
+  if (item.type === 'point') return `point:${item.point.id}`;
+  return item.type === 'capture' ? `capture:${item.capture.id}` : `group:${item.label}`;
 }

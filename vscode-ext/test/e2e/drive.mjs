@@ -67,11 +67,13 @@ async function runCommand(page, title) {
 
 /**
  * Puts the cursor on `line` of the open file, and waits until the status bar says so: keys
- * typed into "Go to Line" before its box had the focus once left the cursor on line 1, and
- * the breakpoint toggled next landed there.
+ * typed into "Go to Line" before its box had the focus, or Enter pressed before it offered the
+ * line, once left the cursor on line 1, and the breakpoint toggled next landed there.
  */
 async function goToLine(page, line) {
   await quickInput(page, 'F1', `:${line}`);
+  // Enter before the box offers the line is lost (the box stays open, the cursor on line 1).
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: `go to line ${line}` }).first().waitFor();
   await page.keyboard.press('Enter');
   await page.locator('.statusbar-item', { hasText: `Ln ${line}, Col` }).waitFor();
 }
@@ -331,9 +333,13 @@ async function liveBreakpoints(page) {
   const header = captures.locator('.pane-header');
   await header.waitFor();
   if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
-  const point = captures.locator('.monaco-list-row', { hasText: 'loop.py:8' });
+  // The point's row says how many it took: two at least, one of each rank (the view reads the
+  // bridge again as captures come). Rows of other captures (a failed task's) may be there too.
+  const point = captures.getByRole('treeitem', { name: /^loop\.py:8, ([2-9]|\d\d+) captured/ });
+  await point.waitFor().catch(async (error) => {
+    throw new Error(`${error.message}\nthe Ray Captures view showed:\n${await captures.innerText()}`);
+  });
   const taken = captures.locator('.monaco-list-row', { hasText: /(rank|pid) \d+ · \d\d:\d\d:\d\d/ });
-  await taken.nth(1).waitFor(); // one of each rank at least (the view reads the bridge as they come)
   say(`the Ray Captures view lists the point and its captures: ${await point.getAttribute('aria-label')}`);
   await taken.first().click();
   await page.locator('.debug-call-stack .monaco-list-row', { hasText: /capture point cp-[0-9a-f]+, hit \d+/i }).waitFor();
@@ -341,11 +347,14 @@ async function liveBreakpoints(page) {
   const flag = await evaluate(page, 'flag', 'done.flag');
   say(`opened a capture from the view: stopped at the capture point's hit in spin, where flag was ${flag}`);
   await page.screenshot({ path: join(screenshots, 'vscode-captures.png') });
-  for (let session = 0; session < 3 && (await page.locator('.debug-toolbar').isVisible()); session++) {
-    await page.locator('.debug-toolbar [aria-label^="Disconnect"]').click(); // the capture's, then the job's
+  // The capture's session, then the job's. The toolbar goes the moment the last one ends, maybe
+  // between seeing it and clicking it: what is checked is that it is gone at the end.
+  const toolbar = page.locator('.debug-toolbar');
+  for (let session = 0; session < 3 && (await toolbar.isVisible()); session++) {
+    await toolbar.locator('[aria-label^="Disconnect"]').click({ timeout: 5_000 }).catch(() => undefined);
     await page.waitForTimeout(500);
   }
-  await page.locator('.debug-toolbar').waitFor({ state: 'hidden' });
+  await toolbar.waitFor({ state: 'hidden' });
 }
 
 const SCENARIOS = {
