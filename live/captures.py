@@ -7,8 +7,10 @@ line, in children and in workers that start later, on every Python it supports. 
 applies the point's limits, reads the frame (:mod:`.capture_values`, which runs nothing of the
 program) and queues the capture for the bridge (:data:`EVENT`); it never raises and never
 waits. A point whose captures cost the worker more than its budget twice in a row turns itself
-off here, at once, and says why (one costly capture alone may be the node's doing, not the
-point's: a stolen CPU on a shared host counts as the thread's, measured up to 120 ms).
+off here, at once, and says why. One costly capture alone is not the point's doing: the first
+after the breakpoints change pays for pydevd looking at every function it then traces afresh
+(120-165 ms of CPU, measured in the doors' e2e test when another point was set; a capture
+costs about 1 ms), and a shared host's stolen CPU counts as the thread's.
 """
 
 from __future__ import annotations
