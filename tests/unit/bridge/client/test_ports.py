@@ -49,13 +49,27 @@ def test_processes_picking_at_once_never_share_a_port(ledger: Path) -> None:
 
 
 def test_a_port_in_use_is_never_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first port drawn is one this test holds, the second one it just let go (each the
+    first of the range that could be bound: other tests' processes hold ports of it too)."""
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", ports.LOWEST))
+        held = _bind_first(taken, ports.LOWEST)
         taken.listen()
-        draws = iter([ports.LOWEST, ports.LOWEST + 1])
+        with socket.socket() as probe:
+            free = _bind_first(probe, held + 1)
+        draws = iter([held, free])
         monkeypatch.setattr(ports.random, "randint", lambda low, high: next(draws))
 
-        assert ports.free_ports(1) == [ports.LOWEST + 1]
+        assert ports.free_ports(1) == [free]
+
+
+def _bind_first(sock: socket.socket, start: int) -> int:
+    for port in range(start, ports.ephemeral_range()[0]):
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return port
+    raise AssertionError(f"no port from {start} could be bound")
 
 
 def test_a_reservation_ends_and_a_broken_ledger_is_started_afresh(
