@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.adapter import ClientSession
-from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.errors import Kind, WorkerError, invalid_fields
 from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.server import endpoints, page, pdb_relay
 from raydap.bridge.server.audit import AuditLog
@@ -153,9 +153,7 @@ async def _body(request: web.Request, model: type[BaseModel]) -> Any:
     try:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:5]
-        )
+        problems = "; ".join(invalid_fields(exc, whole="body"))
         raise _error(web.HTTPBadRequest, f"bad request body: {problems}") from None
 
 
@@ -188,7 +186,7 @@ async def refuse_while_handing_over(
     why = request.app[SERVICES].holder.handing_over
     acts = request.method not in ("GET", "HEAD", "OPTIONS")
     if why and acts and request.path.startswith("/api/"):
-        error = _error(web.HTTPServiceUnavailable, why)
+        error = _error(web.HTTPServiceUnavailable, why, Kind.UNAVAILABLE)
         error.headers["Retry-After"] = "2"
         raise error
     return await handler(request)
@@ -303,7 +301,7 @@ async def merged_stacks(request: web.Request) -> web.Response:
     try:
         where = WorkerFilter.model_validate(query)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(invalid_fields(exc, whole="filter"))
         raise _error(web.HTTPBadRequest, f"bad filter: {problems}") from None
     answer = await request.app[SERVICES].workers.stacks(where, options)
     return web.json_response(answer)
@@ -446,7 +444,7 @@ async def mcp(request: web.Request) -> web.StreamResponse:
     """MCP for coding agents (streamable HTTP): the tools of ``raydap.bridge.mcp``."""
     endpoint = request.app[SERVICES].mcp
     if endpoint is None:
-        raise _error(web.HTTPNotImplemented, "this bridge serves no MCP")
+        raise _error(web.HTTPServiceUnavailable, "this bridge serves no MCP", Kind.UNAVAILABLE)
     with _connection_slot(request):  # a call may wait for workers: one of the limited slots
         return await endpoint.handle(request, request[TOKEN])
 

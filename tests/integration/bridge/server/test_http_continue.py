@@ -79,5 +79,6 @@ async def test_continue_answers_each_case_with_its_own_status(
     for off in (
         await client.get("/api/v1/hangs"),
         await client.post(f"/api/v1/workers/{rid}/pause", json={}),
+        await client.post("/mcp", json={}),  # a bridge made without its MCP door
     ):
         assert off.status == 503 and (await off.json())["kind"] == "unavailable"
