@@ -10,6 +10,11 @@ one part each (an upstream, an attach, a resume...), so a caller that expects on
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class Kind(enum.Enum):
@@ -44,3 +49,16 @@ class WorkerError(Exception):
     def __init__(self, message: str, kind: Kind | None = None) -> None:
         super().__init__(message)
         self.kind = kind or self.default_kind
+
+
+def invalid_fields(
+    exc: ValidationError,
+    *,
+    whole: str,
+    most: int = 5,
+    name: Callable[[Sequence[int | str]], str] = lambda loc: ".".join(map(str, loc)),
+) -> list[str]:
+    """What is wrong with input that failed validation, one line a field (``rank: Input should
+    be greater than or equal to 0``), at most ``most``: every door says it alike. ``whole``
+    names the input itself (an error with no field); ``name`` a field as the door calls it."""
+    return [f"{name(e['loc']) if e['loc'] else whole}: {e['msg']}" for e in exc.errors()[:most]]

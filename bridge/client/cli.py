@@ -12,12 +12,14 @@ import signal
 import sys
 import time
 import urllib.parse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 from pydantic_core import PydanticUndefined
 
+from raydap.adapter.errors import invalid_fields
 from raydap.adapter.quirks import exception_line
 from raydap.bridge.client import capture_cli
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
@@ -242,6 +244,11 @@ def _raise_open_file_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
+def _flag(field: Sequence[int | str]) -> str:
+    """A setting as ``raydap serve`` takes it: ``dap_port`` is ``--dap-port``."""
+    return "--" + "-".join(map(str, field)).replace("_", "-")
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from raydap.bridge.cluster.locate import ClusterNotFound, locate
     from raydap.bridge.server import directories
@@ -252,9 +259,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         settings = Settings(**given)
     except ValidationError as exc:
-        for error in exc.errors():
-            where = "--" + "-".join(str(p) for p in error["loc"]).replace("_", "-")
-            print(f"raydap: {where + ': ' if error['loc'] else ''}{error['msg']}", file=sys.stderr)
+        for line in invalid_fields(exc, whole="settings", most=20, name=_flag):
+            print(f"raydap: {line}", file=sys.stderr)
         return 2
     try:
         prepare_directories(settings)  # before Ray is looked for: a bad one fails at once

@@ -17,7 +17,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from pydantic import ValidationError
 
-from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.errors import Kind, WorkerError, invalid_fields
 from raydap.bridge.mcp import catalog, fit
 from raydap.bridge.mcp.desk import Desk
 
@@ -119,9 +119,7 @@ async def _call(
     try:
         ask = tool.arguments.model_validate(arguments)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()[:5]
-        )
+        problems = "; ".join(invalid_fields(exc, whole="arguments"))
         return _failed(f"bad arguments for {name}: {problems}")
     audit("mcp", client=client, token=token.name, tool=name,
           arguments=ask.model_dump(exclude_defaults=True))  # fmt: skip

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from raydap.adapter import AttachError, SingleWorker, State, Upstream, Worker, WorkerFeed
-from raydap.adapter.errors import Kind
+from raydap.adapter.errors import Kind, invalid_fields
 from raydap.bridge.cluster.dashboard import DashboardError
 from raydap.bridge.workers.filters import BadFilter, WorkerFilter, parse_filter
 from raydap.bridge.workers.group_timeouts import Follows
@@ -160,9 +160,7 @@ def follow_filter(arguments: dict[str, Any]) -> WorkerFilter:
         try:
             return WorkerFilter.model_validate(follow)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(invalid_fields(exc, whole="follow"))
             raise AttachError(
                 f"bad follow filter ({problems}); it takes job, task (a glob), actor and node",
                 Kind.INVALID,
