@@ -151,7 +151,7 @@ class Desk:
         common = top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
         shown: list[dict[str, Any]] = []
         for result in results:
-            record = self.workers.holder.registry.get(result["id"])
+            record = self.workers.listed(result["id"])
             named: dict[str, Any] = {**result, "name": record.label if record else None}
             if "error" in result:  # the exception, not debugpy's whole traceback
                 named["error"] = exception_line(result["error"]) or result["error"]

@@ -183,7 +183,7 @@ async def refuse_while_handing_over(
 ) -> web.StreamResponse:
     """While a new bridge takes over (a second or so), what acts on workers is refused with
     why and when to retry, rather than half done; reading goes on."""
-    why = request.app[SERVICES].holder.handing_over
+    why = request.app[SERVICES].workers.handing_over
     acts = request.method not in ("GET", "HEAD", "OPTIONS")
     if why and acts and request.path.startswith("/api/"):
         error = _error(web.HTTPServiceUnavailable, why, Kind.UNAVAILABLE)

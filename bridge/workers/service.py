@@ -97,6 +97,16 @@ class Workers:
         """The record an id or unique prefix names; ``not_found`` otherwise."""
         return self.holder.registry.resolve(id_or_prefix)
 
+    @property
+    def handing_over(self) -> str:
+        """Why workers are not to be acted on now (a new bridge takes them over), or ""."""
+        return self.holder.handing_over
+
+    def listed(self, record_id: str) -> BreakpointRecord | None:
+        """The record of exactly this id, if the worker is still listed (it may have gone
+        since it answered)."""
+        return self.holder.registry.get(record_id)
+
     async def stacks(
         self, where: WorkerFilter, options: stacks.StackOptions | None = None
     ) -> dict[str, Any]:
