@@ -39,9 +39,6 @@ BREAKPOINT_MODES = [
         "appliesTo": ["source"],
     },
 ]
-#: A worker's point turned itself off: said by an upstream to its sessions (never to a client),
-#: ``{"point": ID, "reason": WHY}``, so each session owning the point tells its client.
-POINT_OFF_EVENT = "raydapCapturePointOff"
 #: The field of a breakpoint object that holds a capture point's settings.
 SETTINGS = "capture"
 #: The field of a breakpoint given to a worker that lists the capture points it holds.

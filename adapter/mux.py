@@ -42,6 +42,7 @@ from raydap.protocol import (
     response_to,
 )
 from raydap.protocol import command as command_info
+from raydap.protocol.extension import CAPTURE_POINT_OFF
 
 log = logging.getLogger(__name__)
 
@@ -322,7 +323,7 @@ class WorkerMux:
         if name == "breakpoint":
             self._worker_breakpoint(worker, body)
             return
-        if name == capture_points.POINT_OFF_EVENT:
+        if name == CAPTURE_POINT_OFF:
             self._point_off(worker, body or {})
             return
         if body is not None:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from raydap.live.captures import EVENT as CAPTURE_EVENT
-from raydap.live.collectives import EVENT as GROUPS_EVENT
 from raydap.protocol import Event, Response
+from raydap.protocol.extension import CAPTURE, PROCESS_GROUPS
 
 
 def exception_line(message: str | None) -> str:
@@ -30,8 +29,8 @@ PRIVATE_EVENTS = frozenset(
         "debugpySockets",
         "debugpyWaitingForServer",
         "initialized",
-        GROUPS_EVENT,
-        CAPTURE_EVENT,
+        PROCESS_GROUPS,
+        CAPTURE,
     }
 )
 

@@ -18,8 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 #: The bound on each list: far above any real session (ids are dropped when a worker resumes).
 MAX_ITEMS = 100_000
-#: Event a replaced bridge sends each attached client before it goes.
-REPLACED_EVENT = "raydapReplaced"
 
 WorkerKey = Annotated[str, Field(max_length=200)]
 #: ``(worker key, the worker's id, the client's id)``.

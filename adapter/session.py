@@ -27,7 +27,7 @@ from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.mux import SingleWorker, WorkerFeed, WorkerMux
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.phases import Action, Phase, step
-from raydap.adapter.resume import REPLACED_EVENT, Resume
+from raydap.adapter.resume import Resume
 from raydap.protocol import (
     Event,
     ProtocolError,
@@ -37,6 +37,7 @@ from raydap.protocol import (
     event,
     response_to,
 )
+from raydap.protocol.extension import REPLACED
 from raydap.protocol.schema import argument_problem
 
 log = logging.getLogger(__name__)
@@ -277,7 +278,7 @@ class ClientSession:
             "message": f"this bridge was replaced by pid {pid}: attach again with 'resume'",
             "resume": self.mux.resume_state().model_dump(mode="json"),
         }
-        self._send(event(REPLACED_EVENT, body))
+        self._send(event(REPLACED, body))
 
     async def _relay(self, mux: WorkerMux | CaptureMux, request: Request) -> None:
         response = await mux.handle(request)

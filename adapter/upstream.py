@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from raydap.adapter.cache import Key, StopCache, answer_for
-from raydap.adapter.capture_points import POINT_OFF_EVENT
 from raydap.adapter.channel import Channel, StreamChannel
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
@@ -33,10 +32,9 @@ from raydap.adapter.settler import Settler
 from raydap.adapter.stops import Stops
 from raydap.adapter.upstream_life import Happening, Life, after
 from raydap.adapter.worker_breakpoints import WorkerBreakpoints
-from raydap.live.captures import EVENT as CAPTURE_EVENT
-from raydap.live.collectives import EVENT as PROCESS_GROUPS_EVENT
 from raydap.protocol import Event, ProtocolError, Request, Response, Route, event, parse_message
 from raydap.protocol import command as command_info
+from raydap.protocol.extension import CAPTURE, CAPTURE_POINT_OFF, PROCESS_GROUPS
 
 log = logging.getLogger(__name__)
 #: Whether a worker's children are debugged is the worker's choice (``debugpy.configure``
@@ -456,15 +454,15 @@ class Upstream:
             child = body.get("subProcessId")
             if isinstance(child, int) and not isinstance(child, bool) and child > 0:
                 self.on_child(child)
-        elif name == PROCESS_GROUPS_EVENT and self.on_process_groups is not None:
+        elif name == PROCESS_GROUPS and self.on_process_groups is not None:
             self.on_process_groups(body)
-        elif name == CAPTURE_EVENT:
+        elif name == CAPTURE:
             if self.on_capture is not None:
                 self.on_capture(body)
             point, why = body.get("point"), body.get("disabled")
             if isinstance(point, str) and isinstance(why, str):  # the sessions owning it say so
                 self.points_off[point] = why[:1000]
-                self._broadcast(event(POINT_OFF_EVENT, {"point": point, "reason": why[:1000]}))
+                self._broadcast(event(CAPTURE_POINT_OFF, {"point": point, "reason": why[:1000]}))
         elif name == "terminated":
             # debugpy's adapter says so when the worker process dies, but keeps the socket
             # open: the worker is gone all the same. It says so too while it handles the

@@ -5,7 +5,7 @@ condition calls :func:`hit` (see :mod:`raydap.adapter.capture_points`) and is al
 pydevd never suspends the thread and never sends ``stopped``: debugpy's own machinery finds the
 line, in children and in workers that start later, on every Python it supports. :func:`hit`
 applies the point's limits, reads the frame (:mod:`.capture_values`, which runs nothing of the
-program) and queues the capture for the bridge (:data:`EVENT`); it never raises and never
+program) and queues the capture for the bridge (:data:`CAPTURE`); it never raises and never
 waits. A point whose captures cost the worker more than its budget twice in a row turns itself
 off here, at once, and says why. One costly capture alone is not the point's doing: the first
 after the breakpoints change pays for pydevd looking at every function it then traces afresh
@@ -33,11 +33,10 @@ from typing import Any
 from raydap.live import to_bridge
 from raydap.live.capture_values import Bounds, read_frames, read_traceback, read_value
 from raydap.live.collectives import job_of
+from raydap.protocol.extension import CAPTURE
 
 log = logging.getLogger(__name__)
 
-#: The event a capture (or a point's turning itself off) reaches the bridge as.
-EVENT = "raydapCapture"
 #: Around the calls of a condition made by :func:`condition`.
 _CONDITION_HEAD = "(lambda _c: any(["
 _CONDITION_TAIL = "]))(__import__('raydap.live.captures', fromlist=['hit']))"
@@ -178,7 +177,7 @@ def capture_exception(budget_ms: float = 1000.0) -> str:
         "cost_ms": (time.perf_counter() - started) * 1000,
         "cpu_ms": (time.thread_time() - started_cpu) * 1000, "job": _job(), "rank": _rank(),
     }  # fmt: skip
-    return "captured" if to_bridge.send_event(EVENT, body) else "no debugger client to send to"
+    return "captured" if to_bridge.send_event(CAPTURE, body) else "no debugger client to send to"
 
 
 def _message(exc: BaseException) -> str:
@@ -233,7 +232,7 @@ def _hit(point_id: str, settings: str, frame: types.FrameType) -> None:
                 f"{point.limits.budget_ms:g} ms a hit (the last: {cpu_ms:.0f} ms)"
             )
             body["disabled"] = point.off
-        to_bridge.send_event(EVENT, body)
+        to_bridge.send_event(CAPTURE, body)
 
 
 @contextlib.contextmanager

@@ -37,10 +37,8 @@ from typing import Any
 
 from raydap.live import to_bridge
 from raydap.live.timeouts import hold_off
+from raydap.protocol.extension import COLLECTIVES, PROCESS_GROUPS
 
-#: The bridge's request, and the event a worker sends when its groups change.
-REQUEST = "raydapCollectives"
-EVENT = "raydapProcessGroups"
 #: ``0`` in a job's environment leaves the recorder off.
 SWITCH = "RAYDAP_FLIGHT_RECORDER"
 #: What torch reads (and its older name, which it still honours).
@@ -339,9 +337,9 @@ def read_recorder(
 
 
 def serve(environ: MutableMapping[str, str] | None = None) -> Callable[[dict[str, Any]], None]:
-    """Teach this worker's pydevd to answer :data:`REQUEST` on its reader thread; returns
-    the function that sends :data:`EVENT` to the bridge. debugpy's adapter relays a request it
-    does not know to pydevd, and an event it does not know to its client."""
+    """Teach this worker's pydevd to answer :data:`COLLECTIVES` on its reader thread; returns
+    the function that sends :data:`PROCESS_GROUPS` to the bridge. debugpy's adapter relays a
+    request it does not know to pydevd, and an event it does not know to its client."""
     from _pydevd_bundle._debug_adapter import (  # type: ignore[import-not-found]
         pydevd_base_schema as schema,
     )
@@ -360,21 +358,21 @@ def serve(environ: MutableMapping[str, str] | None = None) -> Callable[[dict[str
             response.update(success=False, message=f"{type(exc).__name__}: {exc}", body={})
         return NetCommand(CMD_RETURN, 0, response, is_json=True)
 
-    schema._requests_to_types[REQUEST] = _Request
-    setattr(PyDevJsonCommandProcessor, f"on_{REQUEST.lower()}_request", on_request)
+    schema._requests_to_types[COLLECTIVES] = _Request
+    setattr(PyDevJsonCommandProcessor, f"on_{COLLECTIVES.lower()}_request", on_request)
 
     def send(body: dict[str, Any]) -> None:
-        to_bridge.send_event(EVENT, body)
+        to_bridge.send_event(PROCESS_GROUPS, body)
 
     return send
 
 
 class _Request:
-    """What pydevd's schema makes of a :data:`REQUEST` (it builds one class per command)."""
+    """What pydevd's schema makes of a :data:`COLLECTIVES` (it builds one class per command)."""
 
     def __init__(
         self,
-        command: str = REQUEST,
+        command: str = COLLECTIVES,
         seq: int = -1,
         type: str = "request",
         arguments: Any = None,

@@ -13,6 +13,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from raydap.protocol.extension import CONTINUE_ALL
+
 
 class Effect(enum.Enum):
     """What a request does to the worker it reaches."""
@@ -56,9 +58,6 @@ class Command:
         """What a ``view`` token may send; everything else is also audited."""
         return self.effect is Effect.READS
 
-
-#: The bridge's own request: continue every worker a session shows, at once.
-CONTINUE_ALL = "raydapContinueAll"
 
 _R, _C, _M = Effect.READS, Effect.RUNS_CODE, Effect.MOVES
 

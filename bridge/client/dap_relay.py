@@ -21,7 +21,6 @@ from ssl import SSLContext
 from typing import Any, Protocol
 
 from raydap.adapter import StreamChannel
-from raydap.adapter.resume import REPLACED_EVENT
 from raydap.protocol import (
     Decoder,
     Event,
@@ -32,6 +31,7 @@ from raydap.protocol import (
     error_response,
     event,
 )
+from raydap.protocol.extension import REPLACED
 
 Message = Request | Response | Event
 #: Opens a connection to the bridge's DAP port.
@@ -164,7 +164,7 @@ class Relay:
         try:
             while data := await reader.read(256 * 1024):
                 for message in decoder.feed(data):
-                    if isinstance(message, Event) and message.event == REPLACED_EVENT:
+                    if isinstance(message, Event) and message.event == REPLACED:
                         self._held = []  # from now on, for the new bridge
                         body = message.body if isinstance(message.body, dict) else {}
                         await self.editor.say(

@@ -32,7 +32,7 @@ from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.recorder import Identity
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
-from raydap.live.collectives import REQUEST
+from raydap.protocol.extension import COLLECTIVES
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,9 @@ class GroupTimeouts:
         if upstream is None:
             return
         try:
-            response = await upstream.request(REQUEST, {"timeout": seconds}, timeout=ASK_TIMEOUT)
+            response = await upstream.request(
+                COLLECTIVES, {"timeout": seconds}, timeout=ASK_TIMEOUT
+            )
         except UpstreamError as exc:
             self._failed_at[rid] = self._clock()
             log.info("%s: could not set its collective timeouts: %s", rid, exc)

@@ -22,7 +22,7 @@ from raydap.adapter import Upstream, UpstreamError
 from raydap.bridge.workers.desync import RankDump
 from raydap.bridge.workers.recorder import Identity, read_identity, read_reply
 from raydap.bridge.workers.registry import Registry
-from raydap.live.collectives import REQUEST
+from raydap.protocol.extension import COLLECTIVES
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,9 @@ class ProcessGroups:
 
     async def _ask(self, rid: str, upstream: Upstream) -> None:
         try:
-            response = await upstream.request(REQUEST, {"recorder": False}, timeout=READ_TIMEOUT)
+            response = await upstream.request(
+                COLLECTIVES, {"recorder": False}, timeout=READ_TIMEOUT
+            )
         except UpstreamError as exc:
             log.debug("%s: cannot ask its process groups: %s", rid, exc)
             return
@@ -93,7 +95,7 @@ class ProcessGroups:
         )
         try:
             response = await upstream.request(
-                REQUEST, arguments, timeout=FRAMES_TIMEOUT if frames else READ_TIMEOUT
+                COLLECTIVES, arguments, timeout=FRAMES_TIMEOUT if frames else READ_TIMEOUT
             )
         except UpstreamError as exc:
             return str(exc)

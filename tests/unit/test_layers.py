@@ -5,14 +5,19 @@ it, never one above; the protocol layer does no I/O at all."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from raydap.protocol import extension
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Rooms from the bottom up; a module may import from its own room and those before it.
 ROOMS = [
-    "raydap.live",  # runs inside Ray workers: imports nothing of raydap
+    "raydap.protocol.extension",  # raydap's own DAP messages' names: imports nothing
+    "raydap.live",  # runs inside Ray workers: imports nothing of raydap but those names
     "raydap.protocol",
     "raydap.adapter",
     "raydap.bridge.cluster",
@@ -80,3 +85,19 @@ def test_imports_point_down(module: str) -> None:
 def test_the_protocol_layer_does_no_io(module: str) -> None:
     used = {name.split(".")[0] for name in imports(modules()[module])}
     assert not used & IO_MODULES, f"{module} imports {used & IO_MODULES}"
+
+
+def test_code_in_workers_reads_the_messages_names_without_pydantic() -> None:
+    """``raydap.live`` runs in every Ray worker: the one module of raydap it reads brings
+    nothing else of the protocol layer (pydantic, its messages) with it."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, raydap.protocol.extension; print(sorted(sys.modules))"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "'raydap.protocol.extension'" in loaded
+    assert "'pydantic'" not in loaded and "'raydap.protocol.messages'" not in loaded
+
+
+def test_the_extensions_copy_of_the_replaced_event_is_the_protocols() -> None:
+    source = (ROOT / "vscode-ext" / "src" / "bridgeDebugAdapter.ts").read_text()
+    assert f"export const REPLACED_EVENT = '{extension.REPLACED}';" in source

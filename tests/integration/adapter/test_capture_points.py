@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from raydap.adapter import Upstream
-from raydap.live.captures import EVENT
+from raydap.protocol.extension import CAPTURE
 from tests.conftest import Connect
 from tests.integration.adapter.conftest import LIVE_LOOP as LOOP
 from tests.integration.adapter.conftest import LIVE_SCRIPT as SCRIPT
@@ -59,7 +59,7 @@ async def test_captures_arrive_and_the_worker_never_stops(live: Live, dap_connec
     times = [c["time"] for c in captures]
     assert all(b - a >= 0.19 for a, b in itertools.pairwise(times))
     assert stops(client) == [] and not upstream.stops
-    assert EVENT not in {e.event for e in client.events}  # the bridge's alone
+    assert CAPTURE not in {e.event for e in client.events}  # the bridge's alone
 
     flag.touch()
     assert process.wait(timeout=10) == 0

@@ -13,8 +13,9 @@ from raydap.adapter import ClientSession, Phase, SingleWorker, Upstream, Worker,
 from raydap.adapter.breakpoints import SessionBook
 from raydap.adapter.ids import IdMap
 from raydap.adapter.paths import PathMapper
-from raydap.adapter.resume import MAX_ITEMS, REPLACED_EVENT, Resume
+from raydap.adapter.resume import MAX_ITEMS, Resume
 from raydap.protocol import Event, Request, Response
+from raydap.protocol.extension import REPLACED
 from tests.unit.adapter.test_session import DebugGrant, MemoryChannel
 from tests.waiting import until
 
@@ -138,7 +139,7 @@ async def test_a_replaced_bridge_tells_its_attached_client_how_to_resume() -> No
     await until(lambda: session.phase is Phase.ATTACHED, what="the session attached")
     session.replaced(4242)
     assert await session.sent(timeout=5)
-    [told] = [m for m in channel.sent if isinstance(m, Event) and m.event == REPLACED_EVENT]
+    [told] = [m for m in channel.sent if isinstance(m, Event) and m.event == REPLACED]
     assert told.body["pid"] == 4242
     assert Resume.model_validate(told.body["resume"]) == Resume()
     channel.incoming.put_nowait(None)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from raydap.live import collectives
+from raydap.protocol.extension import COLLECTIVES
 from tests.unit.live.gloo_ranks import run_two_ranks
 
 
@@ -191,7 +192,7 @@ def test_pydevd_answers_the_bridges_request_with_its_own_reader(
         writer=types.SimpleNamespace(add_command=sent.append),
     )
     processor = PyDevJsonCommandProcessor(pydevd_base_schema.from_json)
-    request = {"type": "request", "seq": 7, "command": collectives.REQUEST,
+    request = {"type": "request", "seq": 7, "command": COLLECTIVES,
                "arguments": {"recorder": True}}  # fmt: skip
     processor.process_net_command_json(py_db, json.dumps(request))
     [answer] = sent

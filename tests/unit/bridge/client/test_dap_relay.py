@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from raydap.adapter.resume import REPLACED_EVENT
 from raydap.bridge.client.dap_relay import ANSWER_ALONE_FOR, Editor, Relay
 from raydap.protocol import Decoder, Event, Request, Response, encode, event, response_to
+from raydap.protocol.extension import REPLACED
 from tests.waiting import until
 
 Message = Request | Response | Event
@@ -135,7 +135,7 @@ RESUME = {"version": 1, "ids": {"threads": [["w1", 1, 1]]}}
 
 
 def replaced(pid: int = 77) -> Event:
-    return event(REPLACED_EVENT, {"pid": pid, "message": "replaced", "resume": RESUME})
+    return event(REPLACED, {"pid": pid, "message": "replaced", "resume": RESUME})
 
 
 async def test_a_replaced_bridge_is_left_for_the_new_one_with_nothing_lost() -> None:

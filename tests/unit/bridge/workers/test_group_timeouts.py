@@ -12,8 +12,8 @@ from raydap.bridge.workers.group_timeouts import Follows, GroupTimeouts, debugge
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
-from raydap.live.collectives import REQUEST
 from raydap.protocol import Response
+from raydap.protocol.extension import COLLECTIVES
 from tests.unit.bridge.workers.test_desync import RECORDINGS
 
 
@@ -24,7 +24,7 @@ class Rank:
         self.given: list[float | None] = []
 
     async def request(self, command: str, arguments: dict[str, Any], timeout: float) -> Response:
-        assert command == REQUEST
+        assert command == COLLECTIVES
         self.given.append(arguments["timeout"])
         body = {"timeouts": {"seconds": arguments["timeout"], "backends": 1, "own": [20.0]}}
         return Response(request_seq=1, success=True, command=command, body=body)

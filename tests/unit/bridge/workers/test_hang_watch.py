@@ -16,8 +16,8 @@ from raydap.bridge.workers.hang_watch import MAX_READS, HangWatch
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
-from raydap.live import collectives
 from raydap.protocol import Response
+from raydap.protocol.extension import COLLECTIVES
 from tests.unit.bridge.workers.test_desync import RECORDINGS
 
 C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
@@ -153,7 +153,7 @@ class RecordingUpstream:
         self.progressing = False
 
     async def request(self, command: str, arguments: Any = None, **_: Any) -> Response:
-        assert command == collectives.REQUEST
+        assert command == COLLECTIVES
         if arguments.get("status"):  # how far each group got: counts on while it progresses
             self.statuses += 1
             body = json.loads(json.dumps(self.body))
