@@ -25,7 +25,7 @@ MATRIX_TESTS := tests/unit tests/integration tests/e2e/test_bridge.py tests/e2e/
                 --deselect tests/integration/bridge/server/test_load.py::test_fifty_clients_thousand_requests_each_nothing_lost_or_misrouted \
                 --deselect tests/integration/adapter/test_fuzz_sessions.py::test_random_traffic_gets_valid_replies_and_harms_nobody
 
-.PHONY: run test setup lanes lane-e2e lane-checks lane-rest suite install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-soak clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-soak clean ext-check vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -52,9 +52,8 @@ $(BIN)/python:
 # whenever it is imported, as Python always does).
 PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
-# `make run` installs raydap and Ray; `make test` everything at once, in one pip run (two, one
-# after the other, took 3.8 minutes of a fresh CI setup's first 4.7, resolving and unpacking
-# Ray twice), which also does for `make run`.
+# `make run` installs raydap and Ray; `make test` everything in one pip run (it was two, one
+# after the other, each resolving Ray's dependencies), which also does for `make run`.
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) --upgrade pip
 	$(PIP_INSTALL) -e .
@@ -79,47 +78,38 @@ run: $(RUN_STAMP)
 ## installed first, at once: each Python's venv, the extension and the editors' tools (pip and
 ## npm mostly wait on the network and the disk, so side by side they take little more than
 ## the longest of them).
-## Then three lanes run side by side, each one's output whole when it ends: an end-to-end test
-## mostly waits (for Ray, for a worker to stop). With two lanes the cores were busy about half
-## the time (26 minutes of CPU in 28) and CI took 30 minutes; see LANES below for three.
+## Then two lanes run side by side, each one's output whole when it ends: an end-to-end test
+## mostly waits (for Ray, for a worker to stop), and leaves a core idle about half the time.
+## (Three lanes were tried once, in the same run as installing without compiling, which had
+## every Ray process compile Ray: the cores were overloaded and a Ray head did not start within
+## 60 s. Three lanes on their own are untried.)
 test:
 	@$(MAKE) --no-print-directory -j8 --output-sync=target setup
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lanes
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lanes
 
 # How many of the slowest tests each suite names (`DURATIONS=0`: every one, to balance the lanes).
 DURATIONS ?= 15
-# LANES: about 13 minutes of work each, measured alone on this 2-core machine (DURATIONS=0):
-# - e2e: the longest end-to-end modules on PYTHON (hangs, replace, the editors, first run,
-#   faults, the bridge, live workers, DAP clients, outages, MCP: 13 minutes);
-# - checks: lint, types and the extension, unit and integration tests on PYTHON, then the
-#   matrix on the first two other Pythons (14 minutes);
-# - rest: the matrix on the others, then every other end-to-end module on PYTHON, a soak and
-#   the benchmarks' smoke run among them (13 minutes). A new module runs here.
-E2E_LONGEST := tests/e2e/test_hangs.py tests/e2e/test_replace.py tests/e2e/test_vscode_extension.py \
-               tests/e2e/test_first_run.py tests/e2e/test_faults.py tests/e2e/test_bridge.py \
-               tests/e2e/test_live.py tests/e2e/test_dap_clients.py \
-               tests/e2e/test_demo_and_outages.py tests/e2e/test_mcp.py
+# The lanes end about together (about 23 minutes each on this 2-core machine): the whole suite
+# on PYTHON but its two longest tests (a soak, the benchmarks' smoke run); beside it, the static
+# checks, the matrix on the other Pythons, then those two.
+SUITE_TAIL := tests/e2e/test_soak.py tests/e2e/test_bench_smoke.py
 OTHER_PYTHONS := $(filter-out $(PYVER),$(MATRIX))
 
-lanes: lane-e2e lane-checks lane-rest
+lanes: lane-head lane-side
 
-lane-e2e: $(STAMP)
-	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		--durations=$(DURATIONS) $(E2E_LONGEST)
+lane-head: suite-head
 
-lane-checks:
+lane-side:
 	@$(MAKE) --no-print-directory lint typecheck ext-check
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) tests/unit tests/integration
-	@for version in $(wordlist 1,2,$(OTHER_PYTHONS)); do \
-		$(MAKE) --no-print-directory matrix-$$version || exit 1; \
-	done
+	@$(MAKE) --no-print-directory matrix
+	@$(MAKE) --no-print-directory suite-tail
 
-lane-rest: $(STAMP)
-	@for version in $(wordlist 3,99,$(OTHER_PYTHONS)); do \
-		$(MAKE) --no-print-directory matrix-$$version || exit 1; \
-	done
-	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
-		--durations=$(DURATIONS) tests/e2e $(addprefix --ignore=,$(E2E_LONGEST))
+suite-head: $(STAMP)
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=$(DURATIONS) \
+		$(addprefix --ignore=,$(SUITE_TAIL))
+
+suite-tail: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) $(SUITE_TAIL)
 
 ## The whole suite on PYTHON (the editors' tests must run: a missing tool fails them).
 suite: $(STAMP)
