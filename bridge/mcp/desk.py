@@ -228,11 +228,7 @@ class Desk:
 
     async def pause_workers(self, ask: catalog.Group) -> dict[str, Any]:
         if ask.worker is None:
-            outcomes = await self.workers.pause_running(ask.filter)
-            return {
-                "paused": [rid for rid, why in outcomes if why is None],
-                "failed": [{"id": rid, "reason": why} for rid, why in outcomes if why is not None],
-            }
+            return (await self.workers.pause_running(ask.filter)).answer()
         try:
             record = await self.workers.pause(ask.worker)
         except PausePending as pending:

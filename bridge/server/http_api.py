@@ -258,12 +258,10 @@ async def continue_group(request: web.Request) -> web.Response:
 async def pause_group(request: web.Request) -> web.Response:
     """Pause every held worker of a filter that runs (live workers), through its debugpy."""
     body: GroupBody = await _body(request, GroupBody)
-    outcomes = await request.app[SERVICES].workers.pause_running(body.filter)
-    for rid, _ in outcomes:
+    done = await request.app[SERVICES].workers.pause_running(body.filter)
+    for rid in done.asked:
         _audit(request, "pause", worker=rid)
-    paused = [rid for rid, why in outcomes if why is None]
-    failed = [{"id": rid, "reason": why} for rid, why in outcomes if why is not None]
-    return web.json_response({"paused": paused, "failed": failed})
+    return web.json_response(done.answer())
 
 
 async def evaluate_group(request: web.Request) -> web.Response:

@@ -46,6 +46,23 @@ class Source:
     code: str
 
 
+@dataclass(frozen=True)
+class GroupPause:
+    """What pausing a filter's running workers did: the ids paused, and each one not paused
+    with why (``{"id", "reason"}``), as every door answers it."""
+
+    paused: list[str]
+    failed: list[dict[str, str]]
+
+    @property
+    def asked(self) -> list[str]:
+        """Every worker asked to pause, paused or not."""
+        return [*self.paused, *(f["id"] for f in self.failed)]
+
+    def answer(self) -> dict[str, Any]:
+        return {"paused": self.paused, "failed": self.failed}
+
+
 @dataclass
 class Workers:
     """The workers the bridge holds, and the running ones it can see, as a person acts on them."""
@@ -262,9 +279,13 @@ class Workers:
             return await group.continue_all(self.holder, where)
         return [await self.holder.resume(worker)]
 
-    async def pause_running(self, where: WorkerFilter) -> list[tuple[str, str | None]]:
-        """Pause every matching held worker that runs: each id, with why not if not."""
-        return await group.pause_all(self.holder, where)
+    async def pause_running(self, where: WorkerFilter) -> GroupPause:
+        """Pause every matching held worker that runs."""
+        outcomes = await group.pause_all(self.holder, where)
+        return GroupPause(
+            paused=[rid for rid, why in outcomes if why is None],
+            failed=[{"id": rid, "reason": why} for rid, why in outcomes if why is not None],
+        )
 
     async def pause(self, worker: str) -> BreakpointRecord:
         """Pause one running worker, held (live) or not (from outside, on its node); raises

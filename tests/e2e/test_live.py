@@ -111,7 +111,8 @@ async def rank0_meets_the_condition(
 async def finish_every_rank(bridge: BridgeProcess, job: Job) -> None:
     """Pause both ranks, tell them to finish with 3, and check the job's result."""
     where = {"filter": {"job": job.job_id}}
-    bridge.post("/api/v1/pause", where)
+    answer = bridge.post("/api/v1/pause", where)
+    assert set(answer) == {"paused", "failed"} and answer["failed"] == [], answer
     await asyncio.to_thread(wait_workers, bridge, job.job_id, lambda w: w["state"] == "paused")
     finish = {"expression": "setattr(self, 'finish', 3)", **where}
     assert len(bridge.post("/api/v1/evaluate", finish)["results"]) == 2
