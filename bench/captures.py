@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import HERE, http, line_from, ms, process, run_benchmark, serve, settle, until
+from raydap.bridge.captures.store import Captures
 from raydap.bridge.client.local_ray import LocalRay
-from raydap.bridge.workers.captures import Captures
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 from raydap.live.capture_values import Bounds, read_frames

@@ -46,10 +46,10 @@ from bench.harness import (
     until,
 )
 from raydap.bridge.client.local_ray import LocalRay
-from raydap.bridge.workers.desync import RankDump, judge
-from raydap.bridge.workers.process_groups import TAIL
-from raydap.bridge.workers.recorder import Reply, read_reply
+from raydap.bridge.hangs.desync import RankDump, judge
+from raydap.bridge.hangs.recorders import TAIL
 from raydap.live.collectives import spans
+from raydap.protocol.collectives import Reply, read_reply
 
 HANG_AFTER = 20.0
 

@@ -46,10 +46,10 @@ from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
 from raydap.bridge.cluster.pyspy import parse_json
 from raydap.bridge.cluster.remote_stacks import Reading
-from raydap.bridge.workers import stacks
+from raydap.bridge.hangs import stacks
+from raydap.bridge.hangs.frames import fold
+from raydap.bridge.hangs.verdicts import HangJudge, RankSample
 from raydap.bridge.workers.filters import WorkerFilter
-from raydap.bridge.workers.frames import fold
-from raydap.bridge.workers.hangs import HangJudge, RankSample
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.registry import Registry
 

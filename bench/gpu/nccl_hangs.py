@@ -7,7 +7,7 @@ records are made of, must import), from the repository's root:
 ``.venv/bin/python bench/gpu/nccl_hangs.py --backend gloo``. Four ranks of one world share
 the GPU: each gets its own ``NCCL_HOSTID`` and NCCL speaks sockets over ``lo`` (P2P, SHM and
 IB off), so it takes them for four hosts (as the recordings in
-tests/unit/bridge/workers/recordings were made on an H100).
+tests/unit/bridge/hangs/recordings were made on an H100).
 
 Scenarios, each after a few healthy all_reduces (and two on a second group of ranks 0 and 1):
 
@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parents[2]
 WORLD = 4
 HEALTHY = 3
 STEPS = 6
-TAIL = 32  # what the bridge asks (bridge/workers/process_groups.py)
+TAIL = 32  # what the bridge asks (bridge/hangs/recorders.py)
 NCCL_ENV = {
     "NCCL_SOCKET_IFNAME": "lo", "NCCL_NET": "Socket", "NCCL_P2P_DISABLE": "1",
     "NCCL_SHM_DISABLE": "1", "NCCL_IB_DISABLE": "1", "NCCL_NVLS_ENABLE": "0",
@@ -222,9 +222,9 @@ class Ranks:
 
 
 def dumps_of(bodies: dict[int, dict[str, Any]]) -> list[Any]:
-    """The answers as the bridge reads them (bridge/workers/process_groups.py)."""
-    from raydap.bridge.workers.desync import RankDump
-    from raydap.bridge.workers.recorder import Reply, read_reply
+    """The answers as the bridge reads them (bridge/hangs/recorders.py)."""
+    from raydap.bridge.hangs.desync import RankDump
+    from raydap.protocol.collectives import Reply, read_reply
 
     dumps = []
     for rank, body in sorted(bodies.items()):
@@ -237,7 +237,7 @@ def dumps_of(bodies: dict[int, dict[str, Any]]) -> list[Any]:
 
 
 def check_hang(ranks: Ranks, scenario: str, backend: str, settle: float) -> dict[str, Any]:
-    from raydap.bridge.workers.desync import judge
+    from raydap.bridge.hangs.desync import judge
 
     time.sleep(settle)  # the hang sets in: the others reach the collective and wait
     bodies = ranks.ask({"recorder": True, "tail": TAIL, "frames": True}, timeout=60)
@@ -251,7 +251,7 @@ def check_hang(ranks: Ranks, scenario: str, backend: str, settle: float) -> dict
     missing, odd = EXPECTED[scenario]
     first = verdicts[0] if verdicts else None
     if first is not None:
-        from raydap.bridge.workers.async_waits import waits_at
+        from raydap.bridge.hangs.async_waits import waits_at
 
         waiting = sorted(d.identity.rank for d in dumps if waits_at(d, first))
         result["waiting_for_it"] = waiting
@@ -267,7 +267,7 @@ def check_hang(ranks: Ranks, scenario: str, backend: str, settle: float) -> dict
 
 
 def check_progress(ranks: Ranks, backend: str, apart: float) -> dict[str, Any]:
-    from raydap.bridge.workers.desync import positions
+    from raydap.bridge.hangs.desync import positions
 
     def read() -> dict[str, frozenset[Any]]:
         found: dict[str, frozenset[Any]] = {}

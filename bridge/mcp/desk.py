@@ -1,4 +1,4 @@
-"""What each MCP tool does: a call of the workers service (:mod:`raydap.bridge.workers.service`,
+"""What each MCP tool does: a call of the workers service (:mod:`raydap.bridge.service`,
 the one the HTTP API uses too), its answer shaped for an agent. Answers are plain dicts (JSON);
 a problem an agent can act on is a :class:`WorkerError` from the service, whose kind says what
 it is and whose words say what to do."""
@@ -14,13 +14,13 @@ from typing import Any
 from raydap.adapter.breakpoints import spec_of
 from raydap.adapter.quirks import exception_line
 from raydap.adapter.worker_breakpoints import Given
+from raydap.bridge.captures.service import read_path
+from raydap.bridge.captures.store import CaptureKind
+from raydap.bridge.hangs.outside_pause import PausePending
+from raydap.bridge.hangs.stacks import StackOptions
 from raydap.bridge.mcp import catalog
-from raydap.bridge.workers.capture_service import read_path
-from raydap.bridge.workers.captures import CaptureKind
-from raydap.bridge.workers.outside_pause import PausePending
+from raydap.bridge.service import Workers
 from raydap.bridge.workers.records import BreakpointRecord
-from raydap.bridge.workers.service import Workers
-from raydap.bridge.workers.stacks import StackOptions
 
 #: Whose breakpoints these are in a worker's book: every agent's, shared (as one session).
 AGENT = "mcp"

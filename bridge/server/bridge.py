@@ -24,6 +24,9 @@ from raydap.adapter import (
     bridge_capabilities,
 )
 from raydap.adapter.errors import Kind
+from raydap.bridge.captures.points import Points
+from raydap.bridge.captures.service import CaptureService
+from raydap.bridge.captures.store import Captures
 from raydap.bridge.cluster import ray_auth
 from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.discovery import Discovery
@@ -32,6 +35,9 @@ from raydap.bridge.cluster.legacy import LegacyPdbDiscovery
 from raydap.bridge.cluster.live_marks import GcsMarks, Marks
 from raydap.bridge.cluster.locate import Cluster
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
+from raydap.bridge.hangs.outside_pause import OutsidePause
+from raydap.bridge.hangs.reports import HangReports
+from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.mcp.desk import Desk
 from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.mcp.server import make_server
@@ -44,20 +50,14 @@ from raydap.bridge.server.http_api import Services, make_app
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
+from raydap.bridge.service import Workers
 from raydap.bridge.workers import legacy as legacy_records
-from raydap.bridge.workers.capture_service import CaptureService
-from raydap.bridge.workers.captures import Captures
 from raydap.bridge.workers.group_timeouts import GroupTimeouts
-from raydap.bridge.workers.hang_reports import HangReports
-from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
-from raydap.bridge.workers.outside_pause import OutsidePause
-from raydap.bridge.workers.points import Points
 from raydap.bridge.workers.post_mortem import PostMortems
 from raydap.bridge.workers.registry import Registry
 from raydap.bridge.workers.rescue import Rescuer
-from raydap.bridge.workers.service import Workers
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from aiohttp import WSCloseCode, web
 from raydap.adapter import ClientSession
 from raydap.adapter.session import Resolver
 from raydap.adapter.websocket import WebSocketChannel
-from raydap.bridge.workers.captures import Captures
-from raydap.bridge.workers.hang_watch import HangWatch
-from raydap.bridge.workers.hangs import Verdict as HangVerdict
+from raydap.bridge.captures.store import Captures
+from raydap.bridge.hangs.verdicts import Verdict as HangVerdict
+from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.workers.registry import Registry, Resync
 from raydap.protocol import DEFAULT_LIMITS
 

@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from raydap.adapter import Carried
-from raydap.bridge.workers.hangs import HangMemory
+from raydap.bridge.hangs.verdicts import HangMemory
 from raydap.bridge.workers.records import BreakpointRecord
 
 log = logging.getLogger(__name__)

@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.adapter import ClientSession
 from raydap.adapter.errors import Kind, WorkerError, invalid_fields
+from raydap.bridge.captures.store import CaptureKind
+from raydap.bridge.hangs import stacks
+from raydap.bridge.hangs.outside_pause import PausePending
+from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.server import endpoints, page, pdb_relay
 from raydap.bridge.server.audit import AuditLog
@@ -27,14 +31,10 @@ from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.server.pdb_relay import NodeIp
-from raydap.bridge.workers import stacks
-from raydap.bridge.workers.captures import CaptureKind
+from raydap.bridge.service import Workers
 from raydap.bridge.workers.filters import WorkerFilter
-from raydap.bridge.workers.hang_watch import HangWatch
 from raydap.bridge.workers.holder import Holder
-from raydap.bridge.workers.outside_pause import PausePending
 from raydap.bridge.workers.records import RecordState
-from raydap.bridge.workers.service import Workers
 
 MAX_BODY_BYTES = 1024 * 1024
 #: Reachable without a token: liveness probes must not need a secret, and the web page and

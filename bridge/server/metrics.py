@@ -16,9 +16,9 @@ from prometheus_client import Counter as CounterMetric
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from raydap.bridge.workers.captures import Captures
-from raydap.bridge.workers.hang_watch import HangWatch
-from raydap.bridge.workers.hangs import JobState
+from raydap.bridge.captures.store import Captures
+from raydap.bridge.hangs.verdicts import JobState
+from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.workers.records import RecordState
 from raydap.bridge.workers.registry import Registry
 

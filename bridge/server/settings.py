@@ -29,7 +29,7 @@ def default_runtime_dir() -> Path:
 
 def default_reports_dir() -> Path:
     """Hang reports outlive the bridge, so they are state, never the runtime directory."""
-    from raydap.bridge.workers.hang_reports import default_root
+    from raydap.bridge.hangs.reports import default_root
 
     return default_root()
 

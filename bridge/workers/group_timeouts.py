@@ -30,8 +30,8 @@ from typing import Any
 from raydap.adapter import UpstreamError
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
-from raydap.bridge.workers.recorder import Identity
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
+from raydap.protocol.collectives import Identity
 from raydap.protocol.extension import COLLECTIVES
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The direction of imports: bridge -> adapter -> protocol, and inside the bridge
-client -> server -> mcp -> workers -> cluster. A module may import its own room and the rooms below
-it, never one above; the protocol layer does no I/O at all."""
+client -> server -> mcp -> service -> hangs, captures -> workers -> cluster. A module may import
+its own room and the rooms below it, never one above; the protocol layer does no I/O at all."""
 
 from __future__ import annotations
 
@@ -21,7 +21,10 @@ ROOMS = [
     "raydap.protocol",
     "raydap.adapter",
     "raydap.bridge.cluster",
-    "raydap.bridge.workers",
+    "raydap.bridge.workers",  # holding workers
+    "raydap.bridge.hangs",  # diagnosing hangs: given the workers, never imported by them
+    "raydap.bridge.captures",  # capture points and captures: beside hangs, never importing it
+    "raydap.bridge.service",  # the doors' one entry
     "raydap.bridge.mcp",
     "raydap.bridge.server",
     "raydap.bridge.client",
@@ -79,6 +82,18 @@ def test_imports_point_down(module: str) -> None:
         if name.startswith("raydap.") and name in modules() and room(name) > room(module)
     ]
     assert not upward, f"{module} imports from a room above it: {upward}"
+
+
+def test_the_capture_room_does_not_reach_into_the_hang_room() -> None:
+    """Rooms side by side: each is given the workers, and neither needs the other."""
+    crossing = [
+        (module, name)
+        for module, path in modules().items()
+        if module.startswith("raydap.bridge.captures")
+        for name in imports(path)
+        if name.startswith("raydap.bridge.hangs")
+    ]
+    assert not crossing
 
 
 @pytest.mark.parametrize("module", sorted(m for m in modules() if m.startswith("raydap.protocol")))

@@ -9,11 +9,11 @@ import tarfile
 import urllib.error
 import urllib.request
 
-from raydap.bridge.workers.desync import judge
-from raydap.bridge.workers.hang_reports import HangReports
+from raydap.bridge.hangs.desync import judge
+from raydap.bridge.hangs.reports import HangReports
 from tests.e2e.conftest import BridgeProcess
 from tests.integration.bridge.server.conftest import BOB, hang_reports
-from tests.unit.bridge.workers.test_desync import recorded
+from tests.unit.bridge.hangs.test_desync import recorded
 
 
 def get(bridge: BridgeProcess, path: str, token: str = BOB) -> tuple[int, bytes]:

@@ -19,9 +19,9 @@ from raydap.bridge.server.browser import BrowserGuard
 from raydap.bridge.server.http_api import Services, make_app
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
+from raydap.bridge.service import Workers
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.registry import Registry
-from raydap.bridge.workers.service import Workers
 from tests.integration.conftest import start_debuggee
 from tests.waiting import until
 

@@ -24,9 +24,9 @@ def test_a_childs_task_is_marked_as_one() -> None:
 def test_raydap_hangs_prints_each_rank_that_waits_for_a_collective_it_issued() -> None:
     from raydap.bridge.client.render_stacks import hang_report
     from raydap.bridge.cluster.pyspy import Frame
-    from raydap.bridge.workers.async_waits import async_waits
-    from raydap.bridge.workers.hangs import RankSample
-    from tests.unit.bridge.workers.test_nccl import dumps_of, replies
+    from raydap.bridge.hangs.async_waits import async_waits
+    from raydap.bridge.hangs.verdicts import RankSample
+    from tests.unit.bridge.hangs.test_nccl import dumps_of, replies
 
     item = Frame(function="rank_main", path="/srv/train/nccl_check.py", line=253)
     samples = {f"w{r}": RankSample(f"w{r}", r, None, (item,)) for r in range(4)}

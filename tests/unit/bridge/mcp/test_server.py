@@ -14,10 +14,10 @@ import pytest
 from raydap.bridge.mcp.desk import Desk
 from raydap.bridge.mcp.server import call
 from raydap.bridge.server.auth import Token
+from raydap.bridge.service import Workers
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord, ExceptionInfo
 from raydap.bridge.workers.registry import Registry
-from raydap.bridge.workers.service import Workers
 
 VIEW = Token("bob", "view", "x" * 20)
 DEBUG = Token("alice", "debug", "y" * 20)
@@ -162,18 +162,18 @@ async def test_each_call_of_a_known_tool_is_measured_with_its_outcome() -> None:
 async def test_an_agent_asks_whether_a_job_is_hung_and_why() -> None:
     """The ``hangs`` tool, for a view token too: the watch's verdicts with their collective
     part, one job's on request, and a hint for a job that is not watched."""
-    from raydap.bridge.workers.desync import judge
-    from raydap.bridge.workers.hang_watch import HangWatch, merged
-    from raydap.bridge.workers.hangs import Verdict
-    from tests.unit.bridge.workers.test_desync import recorded
+    from raydap.bridge.hangs.desync import judge
+    from raydap.bridge.hangs.verdicts import Verdict
+    from raydap.bridge.hangs.watch import HangWatch, merged
+    from tests.unit.bridge.hangs.test_desync import recorded
 
     holder = Holder(Registry())
     watch = HangWatch(holder, None, hang_after=60, interval=5)  # type: ignore[arg-type]
     [found] = judge(recorded("skip"))
     stack = Verdict(job="0a000000", state="suspected_hang", since=1.0, groups=[], stragglers=[],
                     summary="no progress: 3 ranks wait in all_reduce")  # fmt: skip
-    from raydap.bridge.workers.collective_reader import Finding
-    from raydap.bridge.workers.hangs import HangMemory
+    from raydap.bridge.hangs.collective_reader import Finding
+    from raydap.bridge.hangs.verdicts import HangMemory
 
     # What a watch knows is what it recalls (as from a replaced bridge): this verdict.
     watch.recall(HangMemory(verdicts={"0a000000": merged(stack, Finding(collective=found))}))

@@ -14,7 +14,7 @@ from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 from raydap.protocol import Response
 from raydap.protocol.extension import COLLECTIVES
-from tests.unit.bridge.workers.test_desync import RECORDINGS
+from tests.unit.bridge.hangs.test_desync import RECORDINGS
 
 
 class Rank:
@@ -45,7 +45,7 @@ def two_jobs() -> tuple[Holder, dict[str, Rank], list[float], Follows, list[bool
             made = record(job, rank)
             holder.registry.put(made)
             ranks[made.id] = holder.upstreams[made.id] = Rank()  # type: ignore[assignment]
-            holder.process_groups._told(made.id, {"identity": identity})
+            holder.process_groups.told(made.id, {"identity": identity})
     return holder, ranks, [0.0], Follows(), [False]
 
 
@@ -103,7 +103,7 @@ async def test_a_rank_that_makes_another_group_is_raised_again() -> None:
     rid = record("01", 0).id
     body = json.loads((RECORDINGS / "gloo_straggler.json").read_text())["ranks"][0]["identity"]
     body["groups"].append({"name": "9", "desc": "pair", "spans": [[0, 2, 1]]})
-    holder.process_groups._told(rid, {"identity": body})
+    holder.process_groups.told(rid, {"identity": body})
     await watch.apply()
     assert ranks[rid].given == [3600, 3600]
 

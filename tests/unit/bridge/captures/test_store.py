@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from raydap.bridge.workers.captures import CaptureKind, Captures, CaptureSummary
+from raydap.bridge.captures.store import CaptureKind, Captures, CaptureSummary
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 from raydap.bridge.cluster.pyspy import main_thread
 from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
-from raydap.bridge.workers.async_waits import async_waits, said
-from raydap.bridge.workers.collective_reader import CollectiveReader, Finding
-from raydap.bridge.workers.filters import WorkerFilter
-from raydap.bridge.workers.frames import fold
-from raydap.bridge.workers.hang_reports import HangReports
-from raydap.bridge.workers.hangs import (
+from raydap.bridge.hangs.async_waits import async_waits, said
+from raydap.bridge.hangs.collective_reader import CollectiveReader, Finding
+from raydap.bridge.hangs.frames import fold
+from raydap.bridge.hangs.reports import HangReports
+from raydap.bridge.hangs.stacks import StackOptions, running_workers, stacks
+from raydap.bridge.hangs.verdicts import (
     HangJudge,
     HangMemory,
     RankSample,
@@ -37,10 +37,10 @@ from raydap.bridge.workers.hangs import (
     news,
     own_frame,
 )
+from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.ranks import rank_from_environment
 from raydap.bridge.workers.records import RecordState
-from raydap.bridge.workers.stacks import StackOptions, running_workers, stacks
 from raydap.live import IDENTITY_VARIABLES
 
 log = logging.getLogger(__name__)

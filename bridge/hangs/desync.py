@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from raydap.bridge.workers.recorder import Entry, GroupInfo, Identity, RecordedFrame, Recorder
+from raydap.protocol.collectives import Entry, GroupInfo, Identity, RecordedFrame, Recorder
 
 #: Frames of torch itself (the collective's own, its wrappers): skipped to find the call site.
 _TORCH = re.compile(r"(^|/)(site|dist)-packages/torch/|(^|/)torch/(distributed|nn/parallel|cuda)/")

@@ -13,8 +13,8 @@ import pytest
 from raydap.adapter import State
 from raydap.bridge.cluster.pyspy import parse_json
 from raydap.bridge.cluster.remote_stacks import Reading
+from raydap.bridge.hangs.outside_pause import OutsidePause, PausePending
 from raydap.bridge.workers.holder import Holder
-from raydap.bridge.workers.outside_pause import OutsidePause, PausePending
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 from raydap.protocol import Response

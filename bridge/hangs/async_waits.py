@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from itertools import groupby
 
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.desync import (
+from raydap.bridge.hangs.desync import (
     Collective,
     RankDump,
     call_site,
@@ -23,9 +23,9 @@ from raydap.bridge.workers.desync import (
     ranks_text,
     short_path,
 )
-from raydap.bridge.workers.frames import collective_of, is_plumbing, wait_of
-from raydap.bridge.workers.hangs import RankSample, RankWait, own_frame
-from raydap.bridge.workers.recorder import Entry
+from raydap.bridge.hangs.frames import collective_of, is_plumbing, wait_of
+from raydap.bridge.hangs.verdicts import RankSample, RankWait, own_frame
+from raydap.protocol.collectives import Entry
 
 #: Waits said in a verdict's summary at most (every one is in its ``waits``).
 SUMMARY_WAITS = 3

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from raydap.bridge.workers.desync import RankDump, judge, ranks_text
-from raydap.bridge.workers.recorder import Reply, read_reply
+from raydap.bridge.hangs.desync import RankDump, judge, ranks_text
 from raydap.live.collectives import spans
+from raydap.protocol.collectives import Reply, read_reply
 
 RECORDINGS = Path(__file__).with_name("recordings")
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.desync import RankDump, judge, positions
-from raydap.bridge.workers.hang_reports import HangReports
-from raydap.bridge.workers.hangs import HangJudge, RankSample
-from raydap.bridge.workers.recorder import Identity, Recorder, Reply, read_reply
-from tests.unit.bridge.workers.test_hang_reports import analyzed
+from raydap.bridge.hangs.desync import RankDump, judge, positions
+from raydap.bridge.hangs.reports import HangReports
+from raydap.bridge.hangs.verdicts import HangJudge, RankSample
+from raydap.protocol.collectives import Identity, Recorder, Reply, read_reply
+from tests.unit.bridge.hangs.test_reports import analyzed
 
 RECORDINGS = Path(__file__).with_name("recordings")
 
@@ -226,7 +226,7 @@ def test_ranks_idle_in_rays_task_loop_are_no_hang() -> None:
 def test_ranks_waiting_after_an_asynchronous_collective_are_said_with_both_places() -> None:
     """NCCL's all_reduce returns at once: ranks 0, 1 and 3 issued #9 at line 244 and block in
     ``.item()`` at line 253, native code under their own line (the H100 run's script)."""
-    from raydap.bridge.workers.async_waits import async_waits, said
+    from raydap.bridge.hangs.async_waits import async_waits, said
 
     dumps = dumps_of(replies("skip"))
     item = Frame(function="rank_main", path="/srv/train/nccl_check.py", line=253)
@@ -244,7 +244,7 @@ def test_ranks_waiting_after_an_asynchronous_collective_are_said_with_both_place
 
 
 def test_a_rank_in_the_collectives_own_call_or_in_synchronize_is_said_as_it_is() -> None:
-    from raydap.bridge.workers.async_waits import async_waits, said
+    from raydap.bridge.hangs.async_waits import async_waits, said
 
     dumps = dumps_of(replies("straggler"))
     sync = Frame(function="synchronize", path="/venv/site-packages/torch/cuda/__init__.py",
@@ -263,7 +263,7 @@ def test_a_rank_in_the_collectives_own_call_or_in_synchronize_is_said_as_it_is()
 def test_an_op_marked_completed_but_not_retired_is_not_waited_for() -> None:
     """NCCL's quirk in the mismatch: rank 1's #7 reads ``completed`` while not retired, and
     its group's ``last_completed_collective`` lags (-1 right after three completed)."""
-    from raydap.bridge.workers.async_waits import pending
+    from raydap.bridge.hangs.async_waits import pending
 
     [rank1] = [d for d in dumps_of(replies("mismatch")) if d.identity.rank == 1
                and d.backend == "nccl"]  # fmt: skip

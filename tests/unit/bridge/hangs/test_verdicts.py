@@ -1,7 +1,7 @@
 """The hang verdict over samples in time: four ranks, three in all_reduce, one apart."""
 
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.hangs import HangJudge, HangMemory, RankSample, news
+from raydap.bridge.hangs.verdicts import HangJudge, HangMemory, RankSample, news
 
 C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
 

@@ -21,8 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.desync import Collective
-from raydap.bridge.workers.frames import Wait, is_plumbing, wait_of
+from raydap.bridge.hangs.desync import Collective
+from raydap.bridge.hangs.frames import Wait, is_plumbing, wait_of
 
 JobState = Literal["progressing", "suspected_hang"]
 #: A group's frames are given up to this depth (innermost first).

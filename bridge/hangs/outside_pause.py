@@ -25,12 +25,12 @@ from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError
 from raydap.bridge.cluster.driver import DriverUnavailable, RayDriver
 from raydap.bridge.cluster.pyspy import main_thread
 from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
-from raydap.bridge.workers.frames import wait_of
+from raydap.bridge.hangs.frames import wait_of
+from raydap.bridge.hangs.stacks import running_record
 from raydap.bridge.workers.group import pause_held
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.bridge.workers.registry import LookupFailed
-from raydap.bridge.workers.stacks import running_record
 
 log = logging.getLogger(__name__)
 

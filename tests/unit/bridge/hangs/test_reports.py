@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from raydap.bridge.workers.desync import RankDump, judge
-from raydap.bridge.workers.hang_reports import HangReports
-from tests.unit.bridge.workers.test_desync import recorded
+from raydap.bridge.hangs.desync import RankDump, judge
+from raydap.bridge.hangs.reports import HangReports
+from tests.unit.bridge.hangs.test_desync import recorded
 
 
 def write(reports: HangReports, job: str = "01000000") -> Path:

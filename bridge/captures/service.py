@@ -18,8 +18,8 @@ from raydap.adapter import AttachError, capture_paths
 from raydap.adapter.capture_mux import CaptureFeed
 from raydap.adapter.capture_points import MODE, SETTINGS, riding
 from raydap.adapter.errors import Kind, WorkerError
-from raydap.bridge.workers.captures import Capture, CaptureKind, Captures, CaptureSummary
-from raydap.bridge.workers.points import Points
+from raydap.bridge.captures.points import Points
+from raydap.bridge.captures.store import Capture, CaptureKind, Captures, CaptureSummary
 
 
 class CapturePoint(BaseModel):

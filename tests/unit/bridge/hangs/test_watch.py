@@ -11,14 +11,14 @@ from raydap.adapter import State
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
 from raydap.bridge.cluster.pyspy import parse_json
 from raydap.bridge.cluster.remote_stacks import Reading
-from raydap.bridge.workers.hang_reports import HangReports
-from raydap.bridge.workers.hang_watch import MAX_READS, HangWatch
+from raydap.bridge.hangs.reports import HangReports
+from raydap.bridge.hangs.watch import MAX_READS, HangWatch
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 from raydap.protocol import Response
 from raydap.protocol.extension import COLLECTIVES
-from tests.unit.bridge.workers.test_desync import RECORDINGS
+from tests.unit.bridge.hangs.test_desync import RECORDINGS
 
 C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
 
@@ -178,7 +178,7 @@ def live_ranks(registry: Registry, holder: Holder) -> dict[int, RecordingUpstrea
         registry.put(BreakpointRecord(id=rid, node_ip="10.0.0.1", paused_since=0, live=True,
                                       state="running", job_id="01"))  # fmt: skip
         upstreams[rank] = holder.upstreams[rid] = RecordingUpstream(body)  # type: ignore[assignment]
-        holder.process_groups._told(rid, {"identity": body["identity"]})
+        holder.process_groups.told(rid, {"identity": body["identity"]})
     return upstreams
 
 
@@ -287,7 +287,7 @@ class NcclUpstream(RecordingUpstream):
 
 
 def nccl_watch(*, progressing: bool) -> tuple[HangWatch, list[float]]:
-    from tests.unit.bridge.workers.test_nccl import replies
+    from tests.unit.bridge.hangs.test_nccl import replies
 
     hangs, _, now = watch("all")
     hangs.remote = ItemCluster()  # type: ignore[assignment]
@@ -299,7 +299,7 @@ def nccl_watch(*, progressing: bool) -> tuple[HangWatch, list[float]]:
         upstream = NcclUpstream(body)
         upstream.progressing = progressing
         holder.upstreams[rid] = upstream  # type: ignore[assignment]
-        holder.process_groups._told(rid, {"identity": body["identity"]})
+        holder.process_groups.told(rid, {"identity": body["identity"]})
     return hangs, now
 
 

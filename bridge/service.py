@@ -20,16 +20,17 @@ from raydap.adapter.breakpoints import Spec
 from raydap.adapter.capture_mux import CaptureFeed
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.worker_breakpoints import Given
+from raydap.bridge.captures.service import CaptureService
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
-from raydap.bridge.workers import follow, group, stacks
-from raydap.bridge.workers.capture_service import CaptureService
+from raydap.bridge.hangs import stacks
+from raydap.bridge.hangs.outside_pause import OutsidePause
+from raydap.bridge.hangs.verdicts import Verdict
+from raydap.bridge.hangs.watch import HangWatch
+from raydap.bridge.workers import follow, group
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.follow import JobStatus
 from raydap.bridge.workers.group_timeouts import Follows
-from raydap.bridge.workers.hang_watch import HangWatch
-from raydap.bridge.workers.hangs import Verdict
 from raydap.bridge.workers.holder import Holder
-from raydap.bridge.workers.outside_pause import OutsidePause
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
 
 Step = Literal["over", "into", "out"]
@@ -289,7 +290,7 @@ class Workers:
 
     async def pause(self, worker: str) -> BreakpointRecord:
         """Pause one running worker, held (live) or not (from outside, on its node); raises
-        :class:`~raydap.bridge.workers.outside_pause.PausePending` where it waits in native
+        :class:`~raydap.bridge.hangs.outside_pause.PausePending` where it waits in native
         code, with where."""
         if self.outside_pause is None:
             raise WorkerError("this bridge cannot pause running workers", Kind.UNAVAILABLE)

@@ -16,11 +16,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from raydap.bridge.workers.async_waits import waits_at
-from raydap.bridge.workers.desync import Collective, RankDump, call_site, judge, positions
-from raydap.bridge.workers.hangs import Straggler, Unread
+from raydap.bridge.hangs.async_waits import waits_at
+from raydap.bridge.hangs.desync import Collective, RankDump, call_site, judge, positions
+from raydap.bridge.hangs.recorders import read_recorders
+from raydap.bridge.hangs.verdicts import Straggler, Unread
 from raydap.bridge.workers.holder import Holder
-from raydap.bridge.workers.recorder import Entry, Identity
+from raydap.protocol.collectives import Entry, Identity
 
 #: Where a rank's stack was last seen (function, path, line): the fallback when a recorder
 #: gave no call site.
@@ -60,9 +61,9 @@ class CollectiveReader:
         sample while NCCL's counters run. What counts: each backend's groups' last enqueued
         and completed numbers, and its last op recorded and done (point-to-point ops too)."""
         ranks = self.ranks_of(job)
-        groups = self.holder.process_groups
+        groups, upstreams = self.holder.process_groups, self.holder.upstreams
         outcomes = await asyncio.gather(*(
-            groups.read(rid, self.holder.upstreams.get(rid), status=True) for rid in ranks
+            read_recorders(groups, rid, upstreams.get(rid), status=True) for rid in ranks
         ))  # fmt: skip
         now: Positions = {}
         for outcome in outcomes:
@@ -124,9 +125,9 @@ class CollectiveReader:
     async def _read(
         self, ranks: dict[str, Identity], *, frames: bool
     ) -> tuple[list[RankDump], list[Unread]]:
-        groups = self.holder.process_groups
+        groups, upstreams = self.holder.process_groups, self.holder.upstreams
         outcomes = await asyncio.gather(*(
-            groups.read(rid, self.holder.upstreams.get(rid), frames=frames) for rid in ranks
+            read_recorders(groups, rid, upstreams.get(rid), frames=frames) for rid in ranks
         ))  # fmt: skip
         dumps: list[RankDump] = []
         unread = []

@@ -37,8 +37,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from raydap.bridge.workers.desync import RankDump
-from raydap.bridge.workers.recorder import Entry
+from raydap.bridge.hangs.desync import RankDump
+from raydap.protocol.collectives import Entry
 
 MARKER = "verdict.json"
 MAX_VERDICT_BYTES = 4 * 1024 * 1024

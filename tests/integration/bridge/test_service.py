@@ -13,9 +13,9 @@ from raydap.adapter import State
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.cluster.dashboard import WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
+from raydap.bridge.service import Workers
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.registry import Registry
-from raydap.bridge.workers.service import Workers
 from tests.integration.conftest import DEBUGGEE, start_debuggee
 from tests.waiting import until
 

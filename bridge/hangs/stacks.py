@@ -18,13 +18,13 @@ from raydap.adapter.errors import Kind
 from raydap.bridge.cluster.dashboard import DashboardError, TaskRow, WorkerRow
 from raydap.bridge.cluster.pyspy import Frame, main_thread, short
 from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
+from raydap.bridge.hangs.frames import fold
+from raydap.bridge.hangs.stack_tree import MAX_FRAMES, innermost_first, merge
 from raydap.bridge.workers import ranks
 from raydap.bridge.workers.filters import WorkerFilter
-from raydap.bridge.workers.frames import fold
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.naming import from_task
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
-from raydap.bridge.workers.stack_tree import MAX_FRAMES, innermost_first, merge
 from raydap.live import IDENTITY_VARIABLES
 
 #: How long one worker may take to report its stack.

@@ -42,7 +42,7 @@ _WAITS: tuple[tuple[re.Pattern[str], frozenset[str], str], ...] = (
     (re.compile(r"(^|/)ray/_private/worker\.py$"), frozenset({"get", "wait", "get_objects"}), "ray.get"),  # noqa: E501
     # CUDA syncs: where an NCCL rank waits for a collective it issued (NCCL's return at once).
     # ``.item()`` and ``Work.wait()`` are native, under the job's own line: judged by the
-    # recorders instead (:meth:`raydap.bridge.workers.hangs.JobWatch.observe`).
+    # recorders instead (:meth:`raydap.bridge.hangs.verdicts.JobWatch.observe`).
     (re.compile(r"(^|/)torch/cuda/(__init__|streams)\.py$"), frozenset({"synchronize", "wait"}), "cuda sync"),  # noqa: E501
 )  # fmt: skip
 

@@ -1,5 +1,5 @@
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.frames import fold, is_plumbing, wait_of
+from raydap.bridge.hangs.frames import fold, is_plumbing, wait_of
 
 SITE = "/venv/lib/python3.11/site-packages"
 

@@ -1,5 +1,5 @@
 from raydap.bridge.cluster.pyspy import Frame
-from raydap.bridge.workers.stack_tree import innermost_first, merge
+from raydap.bridge.hangs.stack_tree import innermost_first, merge
 
 
 def frames(*where: tuple[str, int]) -> list[Frame]:
