@@ -38,6 +38,9 @@ class Kind(enum.Enum):
     INVALID = "invalid"
     #: This bridge does not offer it now (the hang watch is off; a new bridge takes over).
     UNAVAILABLE = "unavailable"
+    #: Asked, and not done yet: it will be (a pause of a worker that waits in native code
+    #: stays requested, and takes when the call returns to Python).
+    PENDING = "pending"
 
 
 class WorkerError(Exception):
@@ -46,9 +49,13 @@ class WorkerError(Exception):
     #: The kind a subclass stands for unless a raise says otherwise.
     default_kind = Kind.REFUSED
 
-    def __init__(self, message: str, kind: Kind | None = None) -> None:
+    def __init__(
+        self, message: str, kind: Kind | None = None, *, worker: str | None = None
+    ) -> None:
         super().__init__(message)
         self.kind = kind or self.default_kind
+        #: The one worker it is about, where there is one (a door names it beside the message).
+        self.worker = worker
 
 
 def invalid_fields(

@@ -13,17 +13,20 @@ from __future__ import annotations
 import ast
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from raydap.adapter import AttachError, State, Upstream, WorkerFeed, in_worker
-from raydap.adapter.breakpoints import Spec
+from raydap.adapter.breakpoints import spec_of
 from raydap.adapter.capture_mux import CaptureFeed
 from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.quirks import exception_line
 from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.captures.service import CaptureService
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.hangs import stacks
 from raydap.bridge.hangs.outside_pause import OutsidePause
+from raydap.bridge.hangs.reports import HangReports
 from raydap.bridge.hangs.verdicts import Verdict
 from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.workers import follow, group
@@ -62,6 +65,61 @@ class GroupPause:
 
     def answer(self) -> dict[str, Any]:
         return {"paused": self.paused, "failed": self.failed}
+
+
+@dataclass(frozen=True)
+class HangList:
+    """Each watched job's verdict, and how the watch is set, as every door lists them."""
+
+    jobs: list[Verdict]
+    #: Seconds of standing stacks after which a job is suspected hung.
+    hang_after: float
+    #: Which jobs are watched: ``live`` (jobs with live workers), ``all``, or those asked.
+    watching: str
+    #: Why the last look at the cluster failed, if it did.
+    error: str | None
+
+    def answer(self) -> dict[str, Any]:
+        return {
+            "jobs": [v.model_dump(mode="json") for v in self.jobs],
+            "hang_after": self.hang_after,
+            "watching": self.watching,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class HangReport:
+    """A hang report on this bridge's machine: its folder, its verdict read back, and all of it
+    as one ``.tar.gz`` (for a person on another machine). Both read files: call off the loop."""
+
+    folder: Path
+    reports: HangReports
+
+    def verdict(self) -> dict[str, Any]:
+        return self.reports.verdict(self.folder)
+
+    def archive(self) -> bytes:
+        return self.reports.archive(self.folder)
+
+
+@dataclass(frozen=True)
+class BreakpointsGiven:
+    """What one live worker made of a caller's breakpoints in one file."""
+
+    worker: BreakpointRecord
+    #: Per breakpoint asked, in order: ``{"line", "verified"}`` and the worker's ``message``.
+    breakpoints: list[dict[str, Any]]
+    #: Why the worker refused the whole list; None when it took it.
+    refused: str | None = None
+
+    @classmethod
+    def of(cls, worker: BreakpointRecord, given: Given) -> BreakpointsGiven:
+        return cls(worker, [
+            {"line": share.get("line"), "verified": bool(share.get("verified"))}
+            | ({"message": share["message"]} if share.get("message") else {})
+            for share in given.shares
+        ], given.refused)  # fmt: skip
 
 
 @dataclass
@@ -202,9 +260,27 @@ class Workers:
         reason = body.get("reason")
         return frame, reason if isinstance(reason, str) else None
 
-    def hangs(self, job: str | None = None) -> list[Verdict]:
-        """Each watched job's verdict (``unavailable`` when the watch is off)."""
-        return [v for v in self.watch().verdicts() if job is None or v.job == job]
+    def hangs(self, job: str | None = None) -> HangList:
+        """Each watched job's verdict, or ``job``'s (``unavailable`` when the watch is off)."""
+        watch = self.watch()
+        verdicts = [v for v in watch.verdicts() if job is None or v.job == job]
+        return HangList(verdicts, watch.judge.hang_after, watch.scope, watch.last_error)
+
+    def watch_job(self, job: str) -> None:
+        """Watch one more job for hangs (any job, live workers or not); ``refused`` past the
+        watch's bound on jobs asked for."""
+        try:
+            self.watch().watch(job)
+        except ValueError as exc:
+            raise WorkerError(str(exc), Kind.REFUSED) from None
+
+    def hang_report(self, job: str) -> HangReport:
+        """The latest hang report of ``job`` on this bridge's machine."""
+        reports = self.watch().reports
+        found = reports.latest(job) if reports is not None else None
+        if reports is None or found is None:
+            raise WorkerError(f"no hang report of job {job!r} on this bridge", Kind.NOT_FOUND)
+        return HangReport(found, reports)
 
     def watch(self) -> HangWatch:
         if self.hang_watch is None:
@@ -236,21 +312,27 @@ class Workers:
         where: WorkerFilter = EVERY_WORKER, frame: int = 0,
     ) -> list[dict[str, str]]:  # fmt: skip
         """``expression`` in frame ``frame`` of one paused worker, or of every matching one side
-        by side: each ``{"id", "result"}`` or ``{"id", "error"}``."""
+        by side: each ``{"id", "result"}`` or ``{"id", "error"}``, with the error's
+        ``exception`` line (debugpy answers with the whole traceback)."""
         if worker is None:
-            return await group.evaluate_all(self.holder, expression, where, frame=frame)
+            results = await group.evaluate_all(self.holder, expression, where, frame=frame)
+            return [with_exception(r) for r in results]
         record, upstream = await self.paused(worker)
         try:
             value = await group.evaluate_one(upstream, expression, frame)
         except WorkerError as exc:
-            return [{"id": record.id, "error": str(exc)}]
+            return [with_exception({"id": record.id, "error": str(exc)})]
         return [{"id": record.id, "result": value}]
 
     async def give_breakpoints(
-        self, owner: str, path: str, specs: list[Spec], job: str | None
-    ) -> list[tuple[BreakpointRecord, Given]]:
-        """``owner``'s breakpoints in ``path`` for every live held worker of ``job`` (merged
-        with other sessions' there by each worker's one owner of its breakpoints)."""
+        self, owner: str, path: str, lines: list[int], job: str | None,
+        condition: str | None = None,
+    ) -> list[BreakpointsGiven]:  # fmt: skip
+        """``owner``'s breakpoints (``lines``, each with ``condition``) in ``path`` for every
+        live held worker of ``job``, merged with other sessions' there by each worker's one
+        owner of its breakpoints; no lines clears ``owner``'s."""
+        asked = {"condition": condition} if condition else {}
+        specs = [spec_of({"line": line, **asked}) for line in dict.fromkeys(lines)]
         chosen = [
             (r, u)
             for r in self.holder.registry.records()
@@ -270,7 +352,7 @@ class Workers:
         given = await asyncio.gather(*(
             u.breakpoints.give(owner, key, specs, {"source": {"path": path}}) for _, u in chosen
         ))  # fmt: skip
-        return [(r, g) for (r, _), g in zip(chosen, given, strict=True)]
+        return [BreakpointsGiven.of(r, g) for (r, _), g in zip(chosen, given, strict=True)]
 
     async def continue_workers(
         self, worker: str | None = None, where: WorkerFilter = EVERY_WORKER
@@ -315,3 +397,9 @@ class Workers:
             return now if now.paused_since > record.paused_since else None
 
         return record, await self.holder.registry.until(stopped_again, timeout)
+
+
+def with_exception(result: dict[str, str]) -> dict[str, str]:
+    """An evaluation's result, with its error's exception line beside debugpy's traceback."""
+    line = exception_line(result.get("error"))
+    return {**result, "exception": line} if line else result

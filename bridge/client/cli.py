@@ -20,7 +20,6 @@ from pydantic import ValidationError
 from pydantic_core import PydanticUndefined
 
 from raydap.adapter.errors import invalid_fields
-from raydap.adapter.quirks import exception_line
 from raydap.bridge.client import capture_cli
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
 from raydap.bridge.client.render import breakpoints_table, table
@@ -411,7 +410,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not results:
         print("no paused workers match")
         return 1
-    rows = [[r["id"], r["result"] if "result" in r else f"error: {exception_line(r['error'])}"]
+    rows = [[r["id"], r["result"] if "result" in r else f"error: {r.get('exception', r['error'])}"]
             for r in results]  # fmt: skip
     print(table(["ID", args.expression], rows))
     return 0 if all("result" in r for r in results) else 1

@@ -45,11 +45,13 @@ class PauseFailed(WorkerError):
     """The worker could not be paused; the message says what to install or allow."""
 
 
-class PausePending(Exception):
+class PausePending(WorkerError):
     """Requested, not yet paused: the worker waits in native code. ``reason`` says where."""
 
+    default_kind = Kind.PENDING
+
     def __init__(self, rid: str, reason: str) -> None:
-        super().__init__(reason)
+        super().__init__(reason, worker=rid)
         self.rid = rid
         self.reason = reason
 

@@ -11,15 +11,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from raydap.adapter.breakpoints import spec_of
-from raydap.adapter.quirks import exception_line
-from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.captures.service import read_path
 from raydap.bridge.captures.store import CaptureKind
-from raydap.bridge.hangs.outside_pause import PausePending
 from raydap.bridge.hangs.stacks import StackOptions
 from raydap.bridge.mcp import catalog
-from raydap.bridge.service import Workers
+from raydap.bridge.service import BreakpointsGiven, Workers
 from raydap.bridge.workers.records import BreakpointRecord
 
 #: Whose breakpoints these are in a worker's book: every agent's, shared (as one session).
@@ -49,17 +45,11 @@ def summary(record: BreakpointRecord) -> dict[str, Any]:
     return {k: v for k, v in found.items() if v is not None}
 
 
-def _answered(given: Given) -> dict[str, Any]:
+def _answered(given: BreakpointsGiven) -> dict[str, Any]:
     """What one worker made of the agent's breakpoints."""
     if given.refused is not None:
         return {"error": given.refused}
-    return {
-        "breakpoints": [
-            {"line": share.get("line"), "verified": bool(share.get("verified"))}
-            | ({"message": share["message"]} if share.get("message") else {})
-            for share in given.shares
-        ]
-    }
+    return {"breakpoints": given.breakpoints}
 
 
 def _frame_facts(frame: dict[str, Any]) -> dict[str, Any]:
@@ -86,18 +76,13 @@ class Desk:
             summary(BreakpointRecord.model_validate(w)) for w in answer.get("workers", [])
         ]
         if self.workers.hang_watch is not None:
-            answer["hang_verdicts"] = [
-                v.model_dump(mode="json") for v in self.workers.hangs(ask.filter.job)
-            ]
+            answer["hang_verdicts"] = self.workers.hangs(ask.filter.job).answer()["jobs"]
         return answer
 
     async def hangs(self, ask: catalog.Hangs) -> dict[str, Any]:
-        verdicts = self.workers.hangs(ask.job)
-        answer: dict[str, Any] = {
-            "jobs": [v.model_dump(mode="json") for v in verdicts],
-            "hang_after": self.workers.watch().judge.hang_after,
-        }
-        if ask.job is not None and not verdicts:
+        listed = self.workers.hangs(ask.job)
+        answer = {k: v for k, v in listed.answer().items() if k in ("jobs", "hang_after")}
+        if ask.job is not None and not listed.jobs:
             answer["hint"] = (
                 f"job {ask.job} is not watched or runs nothing: jobs with live workers are "
                 "watched; `raydap hangs --job ID` watches another"
@@ -153,8 +138,8 @@ class Desk:
         for result in results:
             record = self.workers.listed(result["id"])
             named: dict[str, Any] = {**result, "name": record.label if record else None}
-            if "error" in result:  # the exception, not debugpy's whole traceback
-                named["error"] = exception_line(result["error"]) or result["error"]
+            if "exception" in named:  # the exception, not debugpy's whole traceback
+                named["error"] = named.pop("exception")
             if record is not None and record.rank is not None:
                 named["rank"] = record.rank
             if len(values) > 1 and "result" in result and result["result"] != common:
@@ -165,19 +150,19 @@ class Desk:
         return {"results": shown, "distinct_values": len(values)}
 
     async def set_breakpoints(self, ask: catalog.SetBreakpoints) -> dict[str, Any]:
-        condition = {"condition": ask.condition} if ask.condition else {}
-        specs = [spec_of({"line": line, **condition}) for line in dict.fromkeys(ask.lines)]
-        return await self._give(ask.path, ask.job, specs)
+        return await self._give(ask.path, ask.job, ask.lines, ask.condition)
 
     async def clear_breakpoints(self, ask: catalog.ClearBreakpoints) -> dict[str, Any]:
         return await self._give(ask.path, ask.job, [])
 
-    async def _give(self, path: str, job: str | None, specs: list[str]) -> dict[str, Any]:
-        """The agent's ``specs`` for ``path`` in every live held worker of ``job``, and what
+    async def _give(
+        self, path: str, job: str | None, lines: list[int], condition: str | None = None
+    ) -> dict[str, Any]:
+        """The agent's breakpoints for ``path`` in every live held worker of ``job``, and what
         each worker made of them."""
-        given = await self.workers.give_breakpoints(AGENT, path, specs, job)
+        given = await self.workers.give_breakpoints(AGENT, path, lines, job, condition)
         return {"path": path, "workers": [
-            {"id": r.id, "name": r.label, **_answered(g)} for r, g in given
+            {"id": g.worker.id, "name": g.worker.label, **_answered(g)} for g in given
         ]}  # fmt: skip
 
     # -- captures ---------------------------------------------------------------------------
@@ -229,10 +214,7 @@ class Desk:
     async def pause_workers(self, ask: catalog.Group) -> dict[str, Any]:
         if ask.worker is None:
             return (await self.workers.pause_running(ask.filter)).answer()
-        try:
-            record = await self.workers.pause(ask.worker)
-        except PausePending as pending:
-            return {"pending": [{"id": pending.rid, "reason": pending.reason}]}
+        record = await self.workers.pause(ask.worker)  # pending is a kind: the door says it
         return {"paused": [record.id]}
 
     async def step(self, ask: catalog.Step) -> dict[str, Any]:

@@ -126,6 +126,8 @@ async def _call(
     try:
         answer = await asyncio.wait_for(getattr(desk, name)(ask), CALL_LIMIT_S)
     except WorkerError as exc:  # the MCP door's one translation: isError, with the kind
+        if exc.kind is Kind.PENDING:  # asked and not done yet: an answer, not a failure
+            return _result({"pending": [{"id": exc.worker, "reason": str(exc)}]}), "ok"
         return _failed(str(exc), "refused" if exc.kind is Kind.FORBIDDEN else "error", exc.kind)
     except asyncio.TimeoutError:
         return _failed(f"{name} took longer than {CALL_LIMIT_S:g} s")

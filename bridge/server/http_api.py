@@ -9,7 +9,6 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -20,8 +19,6 @@ from raydap.adapter import ClientSession
 from raydap.adapter.errors import Kind, WorkerError, invalid_fields
 from raydap.bridge.captures.store import CaptureKind
 from raydap.bridge.hangs import stacks
-from raydap.bridge.hangs.outside_pause import PausePending
-from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.server import endpoints, page, pdb_relay
 from raydap.bridge.server.audit import AuditLog
@@ -133,6 +130,7 @@ STATUS_OF_KIND: dict[Kind, type[web.HTTPException]] = {
     Kind.FORBIDDEN: web.HTTPForbidden,
     Kind.INVALID: web.HTTPBadRequest,
     Kind.UNAVAILABLE: web.HTTPServiceUnavailable,
+    Kind.PENDING: web.HTTPAccepted,
 }
 
 
@@ -145,6 +143,9 @@ async def answer_worker_errors(
     try:
         return await handler(request)
     except WorkerError as exc:
+        if exc.kind is Kind.PENDING:  # accepted, not failed: said as what is pending and why
+            body = {"pending": True, "id": exc.worker, "reason": str(exc), "kind": exc.kind.value}
+            raise web.HTTPAccepted(text=json.dumps(body), content_type="application/json") from None
         raise _error(STATUS_OF_KIND[exc.kind], str(exc), exc.kind) from None
 
 
@@ -309,53 +310,30 @@ async def pause_worker(request: web.Request) -> web.Response:
     """Pause a worker running a task, on its node, with no ``breakpoint()`` in its code."""
     wanted = request.match_info["id"]
     _audit(request, "pause", worker=wanted)
-    try:
-        record = await request.app[SERVICES].workers.pause(wanted)
-    except PausePending as pending:
-        answer = {"pending": True, "id": pending.rid, "reason": pending.reason}
-        return web.json_response(answer, status=202)
+    record = await request.app[SERVICES].workers.pause(wanted)  # pending: 202, as a kind
     return web.json_response({"paused": record.model_dump(mode="json")})
-
-
-def _hang_watch(request: web.Request) -> HangWatch:
-    return request.app[SERVICES].workers.watch()  # unavailable (503) when it is off
 
 
 async def list_hangs(request: web.Request) -> web.Response:
     """Each watched job's verdict: ``progressing`` or ``suspected_hang`` with its stragglers."""
-    watch = _hang_watch(request)
-    return web.json_response({
-        "jobs": [v.model_dump(mode="json") for v in watch.verdicts()],
-        "hang_after": watch.judge.hang_after,
-        "watching": watch.scope,
-        "error": watch.last_error,
-    })  # fmt: skip
-
-
-def _latest_report(request: web.Request) -> Path:
-    watch = _hang_watch(request)
-    job = request.match_info["job"]
-    if not re.fullmatch(r"[0-9a-fA-F]{1,64}", job):
-        raise _error(web.HTTPBadRequest, "a job id is hexadecimal, at most 64 digits")
-    found = watch.reports.latest(job) if watch.reports is not None else None
-    if found is None:
-        raise _error(web.HTTPNotFound, f"no hang report of job {job!r} on this bridge")
-    return found
+    return web.json_response(request.app[SERVICES].workers.hangs().answer())
 
 
 async def hang_report(request: web.Request) -> web.Response:
     """The latest hang report of a job: its verdict, and where it lies on the bridge's
     machine (``.tar.gz``: the whole report, for a person on another machine)."""
-    watch = _hang_watch(request)
-    folder = _latest_report(request)
-    assert watch.reports is not None
+    job = request.match_info["job"]
+    if not re.fullmatch(r"[0-9a-fA-F]{1,64}", job):
+        raise _error(web.HTTPBadRequest, "a job id is hexadecimal, at most 64 digits")
+    report = request.app[SERVICES].workers.hang_report(job)
+    folder = report.folder
     try:
         if request.match_info.get("archive"):
-            data = await asyncio.to_thread(watch.reports.archive, folder)
+            data = await asyncio.to_thread(report.archive)
             return web.Response(body=data, content_type="application/gzip", headers={
                 "Content-Disposition": f'attachment; filename="{folder.name}.tar.gz"',
             })  # fmt: skip
-        verdict = await asyncio.to_thread(watch.reports.verdict, folder)
+        verdict = await asyncio.to_thread(report.verdict)
     except (OSError, ValueError) as exc:
         raise _error(web.HTTPInternalServerError, f"cannot read {folder}: {exc}") from None
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
@@ -366,9 +344,11 @@ async def watch_job(request: web.Request) -> web.Response:
     """Watch one more job for hangs (any job, live workers or not)."""
     body: WatchBody = await _body(request, WatchBody)
     try:
-        _hang_watch(request).watch(body.job)
-    except ValueError as exc:
-        raise _error(web.HTTPTooManyRequests, str(exc)) from None
+        request.app[SERVICES].workers.watch_job(body.job)
+    except WorkerError as exc:
+        if exc.kind is not Kind.REFUSED:
+            raise
+        raise _error(web.HTTPTooManyRequests, str(exc), exc.kind) from None
     _audit(request, "watch", job=body.job)
     return web.json_response({"watching": body.job})
 

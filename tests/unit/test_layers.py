@@ -116,3 +116,27 @@ def test_code_in_workers_reads_the_messages_names_without_pydantic() -> None:
 def test_the_extensions_copy_of_the_replaced_event_is_the_protocols() -> None:
     source = (ROOT / "vscode-ext" / "src" / "bridgeDebugAdapter.ts").read_text()
     assert f"export const REPLACED_EVENT = '{extension.REPLACED}';" in source
+
+
+#: The doors that answer through the workers service: of the adapter they speak only its error
+#: vocabulary (the DAP doors build the adapter's sessions; the HTTP door keeps the set of them
+#: open on /dap, to close them when the bridge stops).
+SERVICE_DOORS = {
+    "raydap.bridge.server.http_api": {"raydap.adapter.ClientSession"},
+    "raydap.bridge.mcp.catalog": set(),
+    "raydap.bridge.mcp.desk": set(),
+    "raydap.bridge.mcp.server": set(),
+    "raydap.bridge.client.cli": set(),
+}
+
+
+@pytest.mark.parametrize("door", sorted(SERVICE_DOORS))
+def test_doors_speak_only_the_adapters_errors(door: str) -> None:
+    allowed = {"raydap.adapter", "raydap.adapter.errors", *SERVICE_DOORS[door]}
+    used = {
+        name
+        for name in imports(modules()[door])
+        if name.startswith("raydap.adapter") and name not in allowed
+        and not name.startswith("raydap.adapter.errors.")
+    }  # fmt: skip
+    assert not used, f"{door} reaches past the service into {sorted(used)}"

@@ -11,10 +11,11 @@ from typing import Any
 import mcp_types as types
 import pytest
 
+from raydap.bridge.hangs.outside_pause import PausePending
 from raydap.bridge.mcp.desk import Desk
 from raydap.bridge.mcp.server import call
 from raydap.bridge.server.auth import Token
-from raydap.bridge.service import Workers
+from raydap.bridge.service import Workers, with_exception
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord, ExceptionInfo
 from raydap.bridge.workers.registry import Registry
@@ -136,7 +137,8 @@ def test_differing_values_are_marked() -> None:
     tie = desk._marked([{"id": "a", "result": "4"}, {"id": "b", "result": "5"}])
     assert [r.get("differs") for r in tie["results"]] == [True, True]
     traceback = 'Traceback (most recent call last):\n  File "<string>", line 1\nNameError: y\n'
-    same = desk._marked([{"id": "a", "result": "4"}, {"id": "b", "error": traceback}])
+    failed = with_exception({"id": "b", "error": traceback})  # as the service answers
+    same = desk._marked([{"id": "a", "result": "4"}, failed])
     assert all("differs" not in r for r in same["results"])
     assert same["results"][1]["error"] == "NameError: y"  # the exception, not the traceback
 
@@ -189,3 +191,18 @@ async def test_an_agent_asks_whether_a_job_is_hung_and_why() -> None:
     assert error and "bad arguments" in said["error"]
     error, said = await ask(Desk(Workers(holder)), VIEW, "hangs", {}, Audit())
     assert error and "hang watch is off" in said["error"] and said["kind"] == "unavailable"
+
+
+async def test_a_pause_that_is_pending_is_an_answer_naming_where_the_worker_waits() -> None:
+    """A pending pause is a kind of :class:`WorkerError` the service raises once; the MCP door
+    says it as an answer, not a failure (the HTTP door as 202)."""
+
+    class Waiting:
+        async def pause(self, worker: str) -> BreakpointRecord:
+            raise PausePending(worker, "in all_reduce (distributed_c10d.py:2806)")
+
+    workers = Workers(Holder(Registry()))
+    workers.outside_pause = Waiting()  # type: ignore[assignment]
+    error, said = await ask(Desk(workers), DEBUG, "pause_workers", {"worker": "w1"}, Audit())
+    assert not error
+    assert said == {"pending": [{"id": "w1", "reason": "in all_reduce (distributed_c10d.py:2806)"}]}
