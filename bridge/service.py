@@ -23,6 +23,7 @@ from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.quirks import exception_line
 from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.captures.service import CaptureService
+from raydap.bridge.captures.store import Captures
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.hangs import stacks
 from raydap.bridge.hangs.outside_pause import OutsidePause
@@ -35,6 +36,7 @@ from raydap.bridge.workers.follow import JobStatus
 from raydap.bridge.workers.group_timeouts import Follows
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
+from raydap.bridge.workers.registry import Registry
 
 Step = Literal["over", "into", "out"]
 _STEP_COMMANDS: dict[Step, str] = {"over": "next", "into": "stepIn", "out": "stepOut"}
@@ -122,6 +124,16 @@ class BreakpointsGiven:
         ], given.refused)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Feeds:
+    """What a live feed of the bridge follows: every record's changes, new hang verdicts (None:
+    the watch is off) and captures (None: captures are off)."""
+
+    records: Registry
+    hangs: HangWatch | None
+    captures: Captures | None
+
+
 @dataclass
 class Workers:
     """The workers the bridge holds, and the running ones it can see, as a person acts on them."""
@@ -172,6 +184,11 @@ class Workers:
     def record(self, id_or_prefix: str) -> BreakpointRecord:
         """The record an id or unique prefix names; ``not_found`` otherwise."""
         return self.holder.registry.resolve(id_or_prefix)
+
+    def feeds(self) -> Feeds:
+        capturing = self.capturing
+        return Feeds(self.holder.registry, self.hang_watch,
+                     capturing.captures if capturing is not None else None)  # fmt: skip
 
     @property
     def handing_over(self) -> str:

@@ -12,10 +12,9 @@ from aiohttp import WSCloseCode, web
 from raydap.adapter import ClientSession
 from raydap.adapter.session import Resolver
 from raydap.adapter.websocket import WebSocketChannel
-from raydap.bridge.captures.store import Captures
 from raydap.bridge.hangs.verdicts import Verdict as HangVerdict
-from raydap.bridge.hangs.watch import HangWatch
-from raydap.bridge.workers.registry import Registry, Resync
+from raydap.bridge.service import Feeds
+from raydap.bridge.workers.registry import Resync
 from raydap.protocol import DEFAULT_LIMITS
 
 #: The events socket's close code for a client that fell behind (1013, "try again later").
@@ -72,12 +71,7 @@ async def serve_dap(
     return socket
 
 
-async def serve_events(
-    request: web.Request,
-    registry: Registry,
-    hangs: HangWatch | None = None,
-    captures: Captures | None = None,
-) -> web.StreamResponse:
+async def serve_events(request: web.Request, feeds: Feeds) -> web.StreamResponse:
     """Every record now (``snapshot``), then each change (``added``/``updated``/``removed``),
     each new hang verdict (``{"kind": "hang", "type": "hang", "verdict"}``; the suspected
     hangs of now follow the snapshot), each capture (``{"kind": "capture", "capture"}``, as
@@ -86,6 +80,7 @@ async def serve_events(
     not know. A client that reads too slowly to keep up with records is closed with
     :data:`FELL_BEHIND` and a reason; clients then reconnect and start again from a
     snapshot."""
+    registry, hangs, captures = feeds.records, feeds.hangs, feeds.captures
     socket = web.WebSocketResponse(heartbeat=30)
     await socket.prepare(request)
     changes = registry.subscribe()

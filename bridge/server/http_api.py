@@ -30,7 +30,6 @@ from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.server.pdb_relay import NodeIp
 from raydap.bridge.service import Workers
 from raydap.bridge.workers.filters import WorkerFilter
-from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import RecordState
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -65,10 +64,6 @@ class Services:
     node_ip: NodeIp | None = None
     #: ``/mcp`` for coding agents (None: not served).
     mcp: McpEndpoint | None = None
-
-    @property
-    def holder(self) -> Holder:
-        return self.workers.holder
 
 
 SERVICES = web.AppKey("services", Services)
@@ -476,7 +471,7 @@ async def pdb_socket(request: web.Request) -> web.StreamResponse:
     with _connection_slot(request):
         _audit(request, "pdb", worker=request.query.get("breakpoint", ""))
         return await pdb_relay.serve_pdb(
-            request, services.holder.registry, services.node_ip or _no_nodes
+            request, services.workers.record, services.node_ip or _no_nodes
         )
 
 
@@ -485,12 +480,7 @@ async def _no_nodes(node_id: str) -> str | None:
 
 
 async def events_socket(request: web.Request) -> web.StreamResponse:
-    services = request.app[SERVICES]
-    capturing = services.workers.capturing
-    return await endpoints.serve_events(
-        request, services.holder.registry, services.workers.hang_watch,
-        capturing.captures if capturing is not None else None,
-    )  # fmt: skip
+    return await endpoints.serve_events(request, request.app[SERVICES].workers.feeds())
 
 
 def make_app(services: Services, guard: BrowserGuard) -> web.Application:

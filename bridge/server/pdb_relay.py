@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import WSMsgType, web
 
 from raydap.bridge.cluster.legacy import Unreachable, pdb_address
-from raydap.bridge.workers.registry import Registry
+from raydap.bridge.workers.records import BreakpointRecord
 
 #: What one WebSocket frame from the client may hold (a typed line, or a pasted block).
 MAX_INPUT_BYTES = 64 * 1024
@@ -32,13 +32,14 @@ def _refuse(status: type[web.HTTPException], text: str) -> web.HTTPException:
 
 
 async def serve_pdb(
-    request: web.Request, registry: Registry, node_ip: NodeIp
+    request: web.Request, find: Callable[[str], BreakpointRecord], node_ip: NodeIp
 ) -> web.StreamResponse:
     """Connect to the worker's pdb first (so a failure is an HTTP answer that says why),
-    then upgrade and relay until either side closes."""
+    then upgrade and relay until either side closes. ``find``: the record an id names (the
+    workers service's)."""
     wanted = request.query.get("breakpoint", "")
     try:
-        record = registry.resolve(wanted)
+        record = find(wanted)
     except LookupError as exc:
         raise _refuse(web.HTTPNotFound, str(exc)) from None
     if record.kind != "legacy-pdb":

@@ -12,6 +12,7 @@ from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestServer
 
 from raydap.bridge.server.endpoints import FELL_BEHIND, serve_events
+from raydap.bridge.service import Feeds
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 
@@ -21,7 +22,7 @@ async def feed() -> AsyncIterator[tuple[Registry, str]]:
     registry = Registry(max_queued_changes=3)
 
     async def events(request: web.Request) -> web.StreamResponse:
-        return await serve_events(request, registry)
+        return await serve_events(request, Feeds(registry, None, None))
 
     app = web.Application()
     app.router.add_get("/api/v1/events", events)
