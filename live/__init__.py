@@ -67,6 +67,7 @@ def setup() -> None:
             "pid": os.getpid(), "cwd": os.getcwd(), "python": list(sys.version_info[:2]),
             "stops_in_ray_hook": stops_in_ray_hook,
             "env": {name: os.environ[name] for name in IDENTITY_VARIABLES if name in os.environ},
+            "unsupported": _unsupported(),
         })  # fmt: skip
         _children_configure()
         _arm_recorder()
@@ -102,6 +103,21 @@ def setup() -> None:
         trace_on_demand()
     except Exception as exc:  # debugpy's internals moved: correct, only slower
         log.info("raydap.live: tracing from the start (%r)", exc)
+
+
+def _unsupported() -> list[str]:
+    """The private debugpy and Ray hooks raydap uses that this worker lacks (:mod:`.compat`),
+    for its mark, where the bridge shows them on the worker's record; logged as a warning."""
+    from raydap.live import compat
+
+    try:
+        missing = compat.unsupported("worker", ("debugpy", "ray", "python"))
+    except Exception as exc:  # the check itself must never stop a worker
+        missing = [f"raydap.live.compat: the check failed: {exc!r}"]
+    if missing:
+        log.warning("raydap.live: this worker's debugpy or Ray lacks what raydap uses, so some "
+                    "debugging works less here: %s", "; ".join(missing))  # fmt: skip
+    return missing[:64]
 
 
 def keep_rays_breakpoint() -> None:

@@ -29,6 +29,7 @@ the worker is JSON.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, MutableMapping
@@ -38,6 +39,8 @@ from typing import Any
 from raydap.live import to_bridge
 from raydap.live.timeouts import hold_off
 from raydap.protocol.extension import COLLECTIVES, PROCESS_GROUPS
+
+log = logging.getLogger(__name__)
 
 #: ``0`` in a job's environment leaves the recorder off.
 SWITCH = "RAYDAP_FLIGHT_RECORDER"
@@ -209,6 +212,7 @@ def _announcing(make: Callable[..., Any], announce: Callable[[dict[str, Any]], N
     @functools.wraps(make)
     def made(*args: Any, **kwargs: Any) -> Any:
         group = make(*args, **kwargs)
+        _check_torch_once()
         try:
             found = identity(sys.modules.get("torch.distributed"))
             if found is not None:
@@ -219,6 +223,28 @@ def _announcing(make: Callable[..., Any], announce: Callable[[dict[str, Any]], N
 
     made.__raydap__ = True  # type: ignore[attr-defined]
     return made
+
+
+_torch_checked = False
+
+
+def _check_torch_once() -> None:
+    """The private torch hooks raydap uses, checked once the job made its first group (torch
+    is then whole; importing it at a worker's start would cost every worker seconds): what is
+    missing is a warning in the worker's log, and ``raydap doctor`` lists it."""
+    global _torch_checked
+    if _torch_checked:
+        return
+    _torch_checked = True
+    try:
+        from raydap.live import compat
+
+        missing = compat.unsupported("worker", ("torch",))
+    except Exception as exc:  # the check must never break the job
+        missing = [f"raydap.live.compat: the check failed: {exc!r}"]
+    if missing:
+        log.warning("raydap.live: this torch lacks what raydap uses, so hang verdicts may "
+                    "miss ranks here: %s", "; ".join(missing))  # fmt: skip
 
 
 # -- what the bridge asks --------------------------------------------------------------------

@@ -46,11 +46,18 @@ def check_bridge(api: ApiClient) -> list[Finding]:
         findings.append(Finding("FAIL", f"the bridge is degraded: {health.get('reason')}",
                                 "see the reason; discovery retries by itself"))  # fmt: skip
     try:
-        api.get("/api/v1/breakpoints")
+        listed = api.get("/api/v1/workers")
         findings.append(Finding("ok", "the bridge accepts this client's token"))
     except BridgeUnavailable as exc:
         findings.append(Finding("FAIL", str(exc), "set RAYDAP_TOKEN, or run on the bridge's "
                                 "machine where its connection file has the token"))  # fmt: skip
+        return findings
+    for record in listed.get("workers", []) if isinstance(listed, dict) else []:
+        if record.get("unsupported"):
+            findings.append(Finding("warn", f"live worker {record.get('id')} (pid "
+                                    f"{record.get('pid')} on {record.get('node_ip')}) lacks: "
+                                    + "; ".join(record["unsupported"]),
+                                    "see docs/compat.md"))  # fmt: skip
     return findings
 
 
@@ -95,6 +102,16 @@ def check_node(answer: dict[str, Any]) -> list[Finding]:
         findings.append(Finding("warn", f"{node}: a hung worker cannot be paused from outside: "
                                 f"{answer['gdb_calls']}", "install a newer gdb on the nodes, "
                                 "or make jobs live (docs/live.md)"))  # fmt: skip
+    missing = answer.get("unsupported")
+    if missing:
+        findings.append(Finding("warn", f"{node}: workers lack {len(missing)} private hook(s) of "
+                                "debugpy, Ray or torch that raydap uses, so some debugging works "
+                                "less there: " + "; ".join(missing),
+                                "use the versions docs/compat.md lists, or report the "
+                                "versions there"))  # fmt: skip
+    elif missing is not None:
+        findings.append(Finding("ok", f"{node}: every private hook of debugpy, Ray and torch "
+                                "that raydap uses is there"))  # fmt: skip
     if not answer.get("raydap"):
         findings.append(Finding("warn", f"{node}: raydap is not importable by workers: live "
                                 "debugging (the worker_process_setup_hook) cannot run there",
@@ -129,6 +146,12 @@ def check_ray(address: str | None) -> list[Finding]:
         return [Finding("FAIL", str(exc), "pass --address HOST:PORT or set RAY_ADDRESS")]
     findings = [Finding("ok", f"Ray cluster at {cluster.gcs_address}, "
                         f"dashboard {cluster.dashboard_url}")]  # fmt: skip
+    from raydap.live import compat
+
+    here = compat.unsupported("bridge")
+    findings.append(Finding("warn", "this Ray lacks what raydap calls: " + "; ".join(here),
+                            "see docs/compat.md") if here else
+                    Finding("ok", "the private Ray calls raydap makes are all here"))  # fmt: skip
     found = ray_auth.token_source()
     if found is not None:
         findings.append(Finding("ok", f"Ray's auth token found in {found[1]}"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,6 +42,9 @@ class LiveMark(BaseModel):
     stops_in_ray_hook: bool | None = None
     #: What names its rank in its environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``).
     env: dict[str, str] = Field(default_factory=dict, max_length=16)
+    #: The private hooks of debugpy and Ray raydap uses that this worker lacks, with why
+    #: (:mod:`raydap.live.compat`).
+    unsupported: tuple[Annotated[str, Field(max_length=500)], ...] = Field((), max_length=64)
 
 
 class Marks(Protocol):

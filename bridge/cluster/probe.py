@@ -15,10 +15,14 @@ from typing import Any
 DEBUG_VARIABLES = ("RAY_DEBUG", "RAY_DEBUG_POST_MORTEM", "PYTHON_DISABLE_REMOTE_DEBUG")
 
 
-def probe(gdb_check: Callable[[str], str] | None = None) -> dict[str, Any]:
+def probe(
+    gdb_check: Callable[[str], str] | None = None,
+    hooks_check: Callable[[], list[str]] | None = None,
+) -> dict[str, Any]:
     """The facts of this worker's node and environment. ``gdb_check``: says why gdb must not
     call into processes here (:func:`raydap.bridge.cluster.on_node.gdb_call_refusal`, shipped
-    with this by value), "" if it may."""
+    with this by value), "" if it may. ``hooks_check``: the private hooks raydap uses that a
+    worker here lacks (:func:`raydap.live.compat.unsupported`, shipped by value too)."""
     import importlib.util
     import shutil
     import sys
@@ -52,6 +56,7 @@ def probe(gdb_check: Callable[[str], str] | None = None) -> dict[str, Any]:
         "gdb_calls": gdb_check(gdb) if gdb and gdb_check else None,
         "ptrace_scope": ptrace_scope,
         "raydap": importlib.util.find_spec("raydap") is not None,
+        "unsupported": hooks_check() if hooks_check is not None else None,
     }
 
 
@@ -66,8 +71,9 @@ def probe_every_node(address: str, timeout: float = 60.0) -> tuple[list[dict[str
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from raydap.bridge.cluster import on_node
+    from raydap.live import compat
 
-    for module in (__name__, on_node.__name__):
+    for module in (__name__, on_node.__name__, compat.__name__):
         cloudpickle.register_pickle_by_value(sys.modules[module])  # type: ignore[no-untyped-call]
     ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     try:
@@ -76,7 +82,7 @@ def probe_every_node(address: str, timeout: float = 60.0) -> tuple[list[dict[str
         pending = {
             remote.options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
-            ).remote(on_node.gdb_call_refusal): n
+            ).remote(on_node.gdb_call_refusal, compat.unsupported): n
             for n in nodes
         }
         ready, missing = ray.wait(list(pending), num_returns=len(pending), timeout=timeout)

@@ -152,6 +152,7 @@ class Holder:
             live=live is not None,
             working_dir=live.cwd if live else None,
             rank=rank_from_environment(live.env) if live else None,
+            unsupported=list(live.unsupported) if live else [],
         )
         listed = self.registry.get(record.id)
         if listed is None or listed.state != RecordState.FAILED:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from raydap.bridge.workers.ranks import describe
 
@@ -76,6 +76,9 @@ class BreakpointRecord(BaseModel):
     #: A child process of a worker (a DataLoader worker, a multiprocessing child): the id of
     #: the worker it belongs to. Held through that worker's debugpy, for as long as it runs.
     parent: str | None = None
+    #: The private debugpy and Ray hooks raydap needs that this live worker lacks, each with
+    #: why (:mod:`raydap.live.compat`): what works less here. Empty: all were found.
+    unsupported: list[str] = Field(default_factory=list)
 
     @property
     def rank_text(self) -> str | None:

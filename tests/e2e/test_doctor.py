@@ -31,6 +31,9 @@ def test_a_healthy_cluster_passes(ray_head: LocalRay, bridge: BridgeProcess) -> 
     assert "the bridge accepts this client's token" in result.stdout
     assert "node 127.0.0.1" in result.stdout or "node 192." in result.stdout
     assert "debugpy 1." in result.stdout
+    # Every private hook raydap uses, checked in a worker on the node and in this Ray:
+    assert "every private hook of debugpy, Ray and torch that raydap uses is there" in result.stdout
+    assert "the private Ray calls raydap makes are all here" in result.stdout
     if gdb_refusal() is not None:  # a warning, not a failure: this machine's gdb breaks calls
         assert "cannot be paused from outside: gdb cannot call into a process" in result.stdout
 

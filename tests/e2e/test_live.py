@@ -128,6 +128,7 @@ async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their
     assert not [
         b for b in bridge.get("/api/v1/breakpoints")["breakpoints"] if b["job_id"] == job.job_id
     ]  # fmt: skip  (running: not a breakpoint)
+    assert [r["unsupported"] for r in ranks] == [[], []]  # every hook raydap uses is there
 
     listing = (await asyncio.to_thread(raydap, bridge, "list", "--all")).stdout.splitlines()
     for rank in ranks:

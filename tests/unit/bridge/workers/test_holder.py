@@ -8,6 +8,7 @@ import pytest
 from raydap.adapter import AttachError
 from raydap.bridge.cluster.dashboard import WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
+from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.registry import Registry
 
@@ -40,4 +41,18 @@ async def test_an_unreachable_paused_worker_is_listed_as_failed_with_the_reason(
     assert rid in registry  # still paused: still listed
     holder.still_paused(set())
     assert rid not in registry  # no longer paused: forgotten
+    await holder.close()
+
+
+async def test_a_live_workers_missing_hooks_are_on_its_record() -> None:
+    """What a live worker's mark says it lacks (:mod:`raydap.live.compat`) is shown on its
+    record, where the doors and ``raydap doctor`` read it."""
+    registry = Registry()
+    holder = Holder(registry)
+    worker = WorkerRow(worker_id="cd" * 28, ip="127.0.0.1", pid=4243,
+                       debugger_port=closed_port())  # fmt: skip
+    lacking = ("pydevd.PyDB.handle_breakpoint_condition: pydevd.PyDB.x is gone",)
+    holder.hold(PausedWorker(worker, time.time()), live=LiveMark(pid=4243, unsupported=lacking))
+    record = registry.get(record_id(worker.worker_id))
+    assert record is not None and record.live and record.unsupported == list(lacking)
     await holder.close()
