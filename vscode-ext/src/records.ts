@@ -36,6 +36,8 @@ export interface WorkerRecord {
   role: string | null;
   /** A child process of a worker (a DataLoader worker, a multiprocessing child): that worker's id. */
   parent: string | null;
+  /** The private debugpy and Ray hooks raydap uses that this live worker lacks (`name: why`). */
+  unsupported: string[];
 }
 
 /** Where a hung job's ranks stopped agreeing, from their Flight Recorders. */
@@ -167,7 +169,19 @@ export function parseRecord(value: unknown): WorkerRecord {
     rank: raw.rank === null || raw.rank === undefined ? null : number(raw.rank, at('rank')),
     role: optionalText(raw.role, at('role')),
     parent: optionalText(raw.parent, at('parent')),
+    unsupported: texts(raw.unsupported, at('unsupported')),
   };
+}
+
+const MAX_UNSUPPORTED = 64;
+
+/** A list of messages (absent: none), at most {@link MAX_UNSUPPORTED}. */
+function texts(value: unknown, what: string): string[] {
+  if (value === null || value === undefined) return [];
+  if (!Array.isArray(value) || value.length > MAX_UNSUPPORTED) {
+    throw new InvalidRecord(`${what} is not a list of at most ${MAX_UNSUPPORTED} messages`);
+  }
+  return value.map((item: unknown, index: number) => message(item, `${what}[${index}]`));
 }
 
 const MAX_STRAGGLERS = 1000;

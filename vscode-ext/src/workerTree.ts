@@ -102,6 +102,9 @@ export function workerNode(record: WorkerRecord, nowSeconds: number): WorkerNode
     `job ${record.job_id ?? 'unknown'} · ${running ? 'running' : `paused ${waited}`} · ${record.clients} client(s) attached`,
     `state ${record.state}${record.live ? ' (live: editor breakpoints and Pause reach it)' : ''}${record.error ? `: ${record.error}` : ''}`,
     `id ${record.id}`,
+    record.unsupported.length > 0
+      ? `this worker lacks what raydap uses, so some debugging works less here (raydap doctor): ${record.unsupported.join('; ')}`
+      : '',
   ];
   const flags = [record.kind, record.state, record.live ? 'live' : '', attachable(record) ? 'attachable' : ''].filter(Boolean);
   return {

@@ -32,6 +32,7 @@ export function record(fields: Partial<WorkerRecord> = {}): WorkerRecord {
     rank: null,
     role: null,
     parent: null,
+    unsupported: [],
     ...fields,
   };
 }

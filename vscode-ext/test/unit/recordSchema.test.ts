@@ -13,6 +13,7 @@ import { parseRecord } from '../../src/records';
 
 interface Schema {
   type?: string;
+  items?: Schema;
   enum?: unknown[];
   anyOf?: Schema[];
   $ref?: string;
@@ -62,6 +63,9 @@ function sample(schema: Schema, name: string): unknown {
       return 7.5;
     case 'boolean':
       return true;
+    case 'array':
+      assert.ok(schema.items, `${name}: an array of what?`);
+      return [sample(schema.items, `${name}[0]`)];
     case 'object':
       return Object.fromEntries(
         Object.entries(schema.properties ?? {}).map(([key, field]) => [key, sample(field, `${name}.${key}`)]),

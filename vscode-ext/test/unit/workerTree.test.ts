@@ -124,3 +124,12 @@ test('child processes are shown under the worker that started them, at any depth
   assert.deepEqual(shown?.children[0]?.children.map((c) => c.record.id), ['g']);
   assert.equal(job?.description, '2 paused · 2 running', 'children are counted as workers');
 });
+
+test('a live worker that lacks a hook raydap uses says so in its tooltip', () => {
+  const node = workerNode(
+    record({ live: true, unsupported: ['pydevd.PyDB.handle_breakpoint_condition: pydevd.PyDB.x is gone'] }),
+    1_000,
+  );
+  assert.match(node.tooltip, /lacks what raydap uses.*handle_breakpoint_condition: pydevd\.PyDB\.x is gone/);
+  assert.doesNotMatch(workerNode(record({ live: true }), 1_000).tooltip, /lacks/);
+});
