@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from raydap.bridge.cluster import signal_handlers
+
 #: What one py-spy dump may print (a thousand deep threads fit).
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 #: Lock files that keep two tracers (py-spy, gdb) off one process (:func:`_one_tracer`).
@@ -21,93 +23,11 @@ LOCKS = 256
 #: Signal that makes an injected worker pause (its own handler is put back first).
 PAUSE_SIGNAL_NAME = "SIGUSR2"
 
-#: Injected into the worker: a handler for :data:`PAUSE_SIGNAL_NAME`, nothing more, so the
-#: injection (gdb holds the whole process meanwhile) is over at once. The signal then wakes
-#: the main thread even where it is blocked (a lock, a wait: CPython runs handlers when such a
-#: wait is interrupted), and the handler pauses it right there: it opens Ray's own debugpy
-#: listener (so the State API publishes the port), counts as paused while no client is there
-#: (so the bridge finds it) and stops. The frames below the handler are where it was.
-#: It runs from a real file: debugpy does not trace code compiled from a string.
-PAUSE_HANDLER = """\"\"\"Installed by raydap to pause this worker where it is (raydap pause).\"\"\"
-import signal
-import sys
-
-_previous = signal.getsignal(signal.SIGUSR2)
-
-
-def raydap_pause(signum, frame):
-    signal.signal(signal.SIGUSR2, signal.SIG_DFL if _previous is None else _previous)
-    import ray
-    import ray.util.debugpy as ray_debugpy
-
-    debugpy = ray_debugpy._try_import_debugpy()
-    if debugpy is None:
-        return
-    ray_debugpy._ensure_debugger_port_open_thread_safe()
-    ray_debugpy._override_breakpoint_hooks()
-    with ray._private.worker.global_worker.worker_paused_by_debugger():
-        debugpy.wait_for_client()
-    import pydevd
-
-    here = sys._getframe()  # stop on the next line of this very frame
-    pydevd.settrace(suspend=True, trace_only_current_thread=True, stop_at_frame=here)
-    return  # paused by raydap pause: the frames below are where this worker was
-
-
-signal.signal(signal.SIGUSR2, raydap_pause)
-"""
-
-
-#: Injected into a worker paused at ``breakpoint()`` whose debugpy adapter has exited: its
-#: port refuses, and its main thread waits in ``debugpy.wait_for_client()`` for a client
-#: that can never come. On the signal, the handler (in that main thread, inside the wait):
-#:
-#: - opens a new debugpy listener. ``debugpy.listen()`` refuses a second call
-#:   (``listen.called``), and the pydevd that the first one set up patches process creation,
-#:   so the new adapter would start as a debugged child of the dead one: the flag is reset and
-#:   ``_posixsubprocess.fork_exec``/``subprocess._fork_exec`` are their originals meanwhile;
-#: - tells Ray the new port (the State API lists it), so the bridge finds and holds the
-#:   worker again;
-#: - waits there for that client, then ends the first wait (its own event, bound before the
-#:   second call replaces it), so Ray's ``set_trace`` goes on and stops at the same
-#:   ``breakpoint()``, with the same values.
-RESCUE_HANDLER = """\"\"\"Installed by raydap to make this paused worker reachable again.\"\"\"
-import signal
-
-_previous = signal.getsignal(signal.SIGUSR2)
-
-
-def raydap_rescue(signum, frame):
-    signal.signal(signal.SIGUSR2, signal.SIG_DFL if _previous is None else _previous)
-    import _posixsubprocess
-    import subprocess
-
-    import debugpy
-    import ray
-    from debugpy.server import api
-
-    worker = ray._private.worker.global_worker
-    first_wait = api.wait_for_client.cancel  # the stuck call's own event
-    patched = [(_posixsubprocess, "fork_exec"), (subprocess, "_fork_exec")]
-    saved = [getattr(module, name, None) for module, name in patched]
-    for module, name in patched:
-        original = getattr(module, "original_" + name, None)
-        if original is not None:
-            setattr(module, name, original)
-    try:
-        api.listen.called = False
-        host, port = debugpy.listen((worker.node_ip_address, 0))
-    finally:
-        for (module, name), function in zip(patched, saved):
-            if function is not None:
-                setattr(module, name, function)
-    worker.set_debugger_port(port)
-    debugpy.wait_for_client()
-    first_wait()
-
-
-signal.signal(signal.SIGUSR2, raydap_rescue)
-"""
+#: Installed in a worker to pause it where it is, or to make a paused worker whose debug port
+#: refuses reachable again (:mod:`.signal_handlers`): each the text of a module, made here on
+#: the bridge, since this module is shipped to the node by value.
+PAUSE_HANDLER = signal_handlers.installing(signal_handlers.raydap_pause)
+RESCUE_HANDLER = signal_handlers.installing(signal_handlers.raydap_rescue)
 
 
 def _private_folder(*parts: str) -> str:

@@ -3,8 +3,9 @@
 debugpy's adapter (a process of its own, per worker) can exit while its worker waits in
 ``breakpoint()`` for a client: the worker then waits forever on a port that refuses, and the
 job is stuck. The bridge reopens a listener inside the worker from outside (a pinned task on
-its node injects :data:`~raydap.bridge.cluster.on_node.RESCUE_HANDLER`, as pausing from outside
-does) and, once Ray lists the new port, holds it as any paused worker: same stop, same values.
+its node injects :func:`~raydap.bridge.cluster.signal_handlers.raydap_rescue`, as pausing
+from outside does) and, once Ray lists the new port, holds it as any paused worker: same
+stop, same values.
 
 Each worker is tried once per port: a rescue that fails leaves the record ``failed`` with why
 and what a person can do.

@@ -74,3 +74,27 @@ def test_a_folder_of_another_user_is_never_used(
     monkeypatch.setattr("tempfile.tempdir", None)
     with pytest.raises(PermissionError, match="another user's"):
         on_node._private_folder()
+
+
+@pytest.mark.parametrize(
+    ("source", "handler"),
+    [(on_node.PAUSE_HANDLER, "raydap_pause"), (on_node.RESCUE_HANDLER, "raydap_rescue")],
+)
+def test_a_handler_file_run_in_a_process_installs_its_handler_and_keeps_the_old_one(
+    tmp_path: Path, source: str, handler: str
+) -> None:
+    """As the injection runs it inside a worker (exec of the file, in a namespace of its own),
+    in a process without raydap on its path."""
+    written = tmp_path / "handler.py"
+    written.write_text(source)
+    script = (
+        "import signal\n"
+        "def own(signum, frame): pass\n"
+        "signal.signal(signal.SIGUSR2, own)\n"
+        f"exec(compile(open({str(written)!r}).read(), {str(written)!r}, 'exec'), {{}})\n"
+        "installed = signal.getsignal(signal.SIGUSR2)\n"
+        "print(installed.__name__, installed.__globals__['_previous'].__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True,
+                          check=True, cwd=tmp_path)  # fmt: skip
+    assert done.stdout.split() == [handler, "own"]
