@@ -12,10 +12,10 @@ import asyncio
 import sys
 from typing import Any
 
-from raydap.bridge.client.cli import serve_until_stopped
 from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.cluster.locate import Cluster
 from raydap.bridge.server.bridge import Bridge
+from raydap.bridge.server.process import serve_until_stopped
 from raydap.bridge.server.settings import Settings
 
 

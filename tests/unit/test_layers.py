@@ -140,3 +140,28 @@ def test_doors_speak_only_the_adapters_errors(door: str) -> None:
         and not name.startswith("raydap.adapter.errors.")
     }  # fmt: skip
     assert not used, f"{door} reaches past the service into {sorted(used)}"
+
+
+#: What the command line and the other clients may use of the server: the settings its flags
+#: are made from, the connection file's format, running a bridge in this process (``process``,
+#: the demo's ``bridge``) and the errors of preparing its folders. Nothing of its insides.
+SERVER_FOR_CLIENTS = {
+    "raydap.bridge.server.settings",
+    "raydap.bridge.server.connection_file",
+    "raydap.bridge.server.process",
+    "raydap.bridge.server.bridge",
+    "raydap.bridge.server.directories",
+}
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in modules() if m.startswith("raydap.bridge.client"))
+)
+def test_clients_use_only_the_servers_entries(module: str) -> None:
+    reached = {
+        name
+        for name in imports(modules()[module])
+        if name.startswith("raydap.bridge.server.") and name in modules()
+        and name not in SERVER_FOR_CLIENTS
+    }  # fmt: skip
+    assert not reached, f"{module} reaches into the server: {sorted(reached)}"

@@ -79,8 +79,8 @@ def test_a_running_live_worker_is_listed_as_such_with_no_pause_time() -> None:
 def test_a_port_that_cannot_be_bound_is_said_in_one_plain_line() -> None:
     import socket
 
-    from raydap.bridge.client.cli import start_failure
     from raydap.bridge.server.bridge import ListenError, listen
+    from raydap.bridge.server.process import start_failure
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
