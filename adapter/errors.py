@@ -58,6 +58,16 @@ class WorkerError(Exception):
         self.worker = worker
 
 
+class UpstreamError(WorkerError):
+    """A request to the worker failed for a reason other than the worker's own answer."""
+
+    default_kind = Kind.UNREACHABLE
+
+
+class UpstreamClosed(UpstreamError):
+    """The worker's debugpy connection is gone (the worker exited, or was detached)."""
+
+
 def invalid_fields(
     exc: ValidationError,
     *,

@@ -27,11 +27,11 @@ from raydap.adapter.breakpoints import (
     book_key,
     requested,
 )
-from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.errors import Kind, UpstreamError, WorkerError
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.resume import BreakpointList, Configuration, Resume
 from raydap.adapter.translate import Translation
-from raydap.adapter.upstream import Upstream, UpstreamError
+from raydap.adapter.upstream import Upstream
 from raydap.protocol import (
     CONTINUE_ALL,
     Event,

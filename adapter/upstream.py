@@ -10,29 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from raydap.adapter import upstream_handover as handover
+from raydap.adapter import upstream_settling as settling
 from raydap.adapter.cache import Key, StopCache, answer_for
-from raydap.adapter.channel import Channel, StreamChannel
-from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.channel import Channel
+from raydap.adapter.errors import Kind, UpstreamClosed, UpstreamError
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
-from raydap.adapter.ray_hook import (
-    DROP_TAGS_STATEMENT,
-    REARM_STATEMENT,
-    Settle,
-)
 from raydap.adapter.requests import RequestEngine
 from raydap.adapter.settler import Settler
 from raydap.adapter.stops import Stops
-from raydap.adapter.upstream_life import Happening, Life, after
+from raydap.adapter.upstream_handover import Carried
+from raydap.adapter.upstream_life import Happening, Life, State, after
 from raydap.adapter.worker_breakpoints import WorkerBreakpoints
-from raydap.protocol import Event, ProtocolError, Request, Response, Route, event, parse_message
+from raydap.protocol import Event, ProtocolError, Request, Response, Route, event
 from raydap.protocol import command as command_info
 from raydap.protocol.extension import CAPTURE, CAPTURE_POINT_OFF, PROCESS_GROUPS
 
@@ -40,41 +36,6 @@ log = logging.getLogger(__name__)
 #: Whether a worker's children are debugged is the worker's choice (``debugpy.configure``
 #: before it listens: ``RAYDAP_CHILDREN=0``); the attach arguments do not change it.
 _ATTACH = {"justMyCode": False, "showReturnValue": True}
-
-
-class UpstreamError(WorkerError):
-    """A request to the worker failed for a reason other than the worker's own answer."""
-
-    default_kind = Kind.UNREACHABLE
-
-
-class UpstreamClosed(UpstreamError):
-    """The worker's debugpy connection is gone (the worker exited, or was detached)."""
-
-
-class State(enum.Enum):
-    """Where a worker's debugpy stands; derived from :attr:`Upstream.stops`, never kept
-    beside it."""
-
-    CONNECTING = "connecting"
-    STOPPED = "stopped"
-    RUNNING = "running"
-    CLOSED = "closed"
-
-
-@dataclass(frozen=True)
-class Carried:
-    """What another bridge process needs to go on with a worker's connection it is handed
-    (``raydap serve --replace``): the worker's debugpy state, as plain values."""
-
-    capabilities: dict[str, Any]
-    #: The ``stopped`` events in force, oldest first, in their wire form.
-    stops: list[dict[str, Any]]
-    process_event: dict[str, Any] | None
-    stops_in_ray_hook: bool | None
-    child_pid: int | None
-    #: Bytes the worker sent that no message was made of yet.
-    unread: bytes
 
 
 class Client(Protocol):
@@ -164,24 +125,28 @@ class Upstream:
         """Begin reading from the worker."""
         self._reader = asyncio.create_task(self._read_loop(), name=f"upstream {self.name}")
 
+    # -- handed to another bridge process (:mod:`.upstream_handover`) -----------------------
+
     @classmethod
     def adopt(cls, channel: Channel, carried: Carried, *, name: str, **options: Any) -> Upstream:
         """A connection another bridge process held (:meth:`lend`), attached and standing
         where it stood there. Its owner wires it up, then calls :meth:`start`."""
-        upstream = cls(channel, name=name, child_pid=carried.child_pid, **options)
-        upstream.capabilities = dict(carried.capabilities)
-        for wire in carried.stops:
-            stop = parse_message(wire)
-            if isinstance(stop, Event):
-                upstream.stops.stopped(stop)
-        if carried.process_event is not None:
-            process = parse_message(carried.process_event)
-            upstream.process_event = process if isinstance(process, Event) else None
-        upstream.stops_in_ray_hook = carried.stops_in_ray_hook
-        upstream._happen(Happening.ATTACHED)
-        upstream._initialized.set()
-        upstream._first_stop.set()
-        return upstream
+        made = cls(channel, name=name, child_pid=carried.child_pid, **options)
+        return handover.stand_as_carried(made, carried)
+
+    async def lend(self) -> tuple[int, Carried]:
+        """Stop reading, between two messages, and give the socket's descriptor and what
+        another process needs to go on (:meth:`adopt`); UpstreamError if something is under
+        way, or for a connection that cannot be lent."""
+        return await handover.lend(self)
+
+    def take_back(self) -> None:
+        """The hand-over failed: read again from where :meth:`lend` stopped."""
+        handover.take_back(self)
+
+    async def abandon(self, reason: str) -> None:
+        """The hand-over succeeded: close this end; the worker sees no disconnect."""
+        await handover.abandon(self, reason)
 
     @property
     def quiet(self) -> bool:
@@ -190,50 +155,6 @@ class Upstream:
         return not (
             self._requests.waiting or self._background or self._settler or self._configuring
         )
-
-    async def lend(self) -> tuple[int, Carried]:
-        """Stop reading, between two messages, and give the socket's descriptor and the state
-        another process needs to go on (:meth:`adopt`). Requests fail while it is lent. Raises
-        UpstreamError if something is under way, or for a connection that cannot be lent."""
-        if self.life is Life.CLOSED:
-            raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
-        if (
-            not isinstance(self.channel, StreamChannel)
-            or self._reader is None
-            or self.life is not Life.ATTACHED
-        ):
-            raise UpstreamError(f"{self.name}: its connection cannot be handed over")
-        if not self.quiet:
-            raise UpstreamError(
-                f"{self.name} is busy (a request or a stop is under way)", Kind.UNAVAILABLE
-            )
-        self._happen(Happening.LEND)
-        self._reader.cancel()
-        await asyncio.gather(self._reader, return_exceptions=True)
-        if self.state is State.CLOSED:  # closed while its reader stopped
-            raise UpstreamClosed(f"worker {self.name} is gone ({self.close_reason})")
-        descriptor, unread = self.channel.lend()
-        return descriptor, Carried(
-            capabilities=dict(self.capabilities),
-            stops=[stop.to_dict() for stop in self.stops.values()],
-            process_event=self.process_event.to_dict() if self.process_event else None,
-            stops_in_ray_hook=self.stops_in_ray_hook,
-            child_pid=self.child_pid,
-            unread=unread,
-        )
-
-    def take_back(self) -> None:
-        """The hand-over failed: read again from where :meth:`lend` stopped."""
-        if self.life is Life.LENT and isinstance(self.channel, StreamChannel):
-            self._happen(Happening.TAKE_BACK)
-            self.channel.take_back()
-            self.start()
-
-    async def abandon(self, reason: str) -> None:
-        """The hand-over succeeded: close this process's end of the socket, which the other
-        process holds as well, so the worker sees no disconnect and stays where it is."""
-        await self.channel.close()
-        self._closed(reason)
 
     async def handshake(
         self,
@@ -432,7 +353,7 @@ class Upstream:
         elif name == "stopped":
             self.cache.clear()
             if self._settler.takes(body.get("threadId"), body, self.stops_in_ray_hook):
-                self._spawn(self._settle(message))
+                self._spawn(settling.settle(self, message))
             elif self._configuring:
                 self._spawn(self._show_once_configured(message))
             else:
@@ -503,58 +424,6 @@ class Upstream:
         self._broadcast(message)
         self._on_change(self)
 
-    async def _settle(self, message: Event) -> None:
-        """Move a stop out of Ray's breakpoint hook before anyone sees it (:mod:`.ray_hook`).
-
-        Nothing is shown until the thread stands in the user's code: a step out of the hook
-        is answered by a new ``stopped`` event, which comes back here. Whatever fails, the
-        stop is shown where it is."""
-        body = message.body if isinstance(message.body, dict) else {}
-        thread_id = int(body["threadId"])
-        settling = self._settler.begin(thread_id, message)
-        action, moved = Settle.SHOW, None
-        try:
-            trace = await self._exchange(
-                "stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": 2}, None
-            )
-            frames = (trace.body or {}).get("stackFrames") or [] if trace.success else []
-            action = self._settler.plan(settling, frames)
-            if settling.steps == 0 and self.stops_in_ray_hook is None:
-                self.stops_in_ray_hook = action is not Settle.SHOW
-                if self.stops_in_ray_hook:  # Python 3.12+, no raydap.live: see ray_hook
-                    self._spawn(self._drop_pydevd_tags())
-            if action is Settle.STEP:
-                self._settler.moving(thread_id, settling, action)
-                moved = await self._exchange("next", {"threadId": thread_id}, None)
-            elif action is Settle.REARM:
-                rearmed = await self._exchange(
-                    "evaluate",
-                    {"expression": REARM_STATEMENT, "frameId": frames[0]["id"], "context": "repl"},
-                    None,
-                )
-                if not rearmed.success:
-                    log.warning("%s: cannot show its post-mortem stop: %s", self.name,
-                                rearmed.message)  # fmt: skip
-                    action = Settle.SHOW
-                else:
-                    self._settler.moving(thread_id, settling, action)
-                    moved = await self._exchange("continue", {"threadId": thread_id}, None)
-            if moved is not None and not moved.success:
-                self._settler.drop(thread_id)
-                action = Settle.SHOW
-        except UpstreamError as exc:
-            self._settler.drop(thread_id)
-            if self.state is State.CLOSED:
-                return
-            log.warning("%s: showing a stop as it is: %s", self.name, exc)
-            action = Settle.SHOW
-        except Exception:  # a bug here must not hide the stop from everyone
-            self._settler.drop(thread_id)
-            log.exception("%s: showing a stop as it is", self.name)
-            action = Settle.SHOW
-        if action is Settle.SHOW:
-            self._show_stop(settling.shown or message)
-
     def _resumed(self, thread_id: object, body: object) -> None:
         """Forget the stops that ended, and tell every client once (debugpy tells only the
         one whose request resumed the worker, in its response, and sometimes sends a
@@ -565,22 +434,6 @@ class Upstream:
         self.cache.clear()
         self._broadcast(continued)
         self._on_change(self)
-
-    async def _drop_pydevd_tags(self) -> None:
-        """Once the worker shows its stop, keep its later exceptions picklable
-        (:mod:`.ray_hook`)."""
-        await self._first_stop.wait()
-        try:
-            _, frames = await self.stack(levels=1)
-            answer = await self.request(
-                "evaluate",
-                {"expression": DROP_TAGS_STATEMENT, "frameId": frames[0]["id"], "context": "repl"},
-            )
-        except UpstreamError as exc:
-            answer = None
-            log.info("%s: pydevd's exception tags left as they are: %s", self.name, exc)
-        if answer is not None and not answer.success:
-            log.info("%s: pydevd's exception tags left as they are: %s", self.name, answer.message)
 
     async def _prefetch(self, thread_id: int) -> None:
         """Warm the cache with what every editor asks first when a worker stops: the threads,

@@ -13,6 +13,16 @@ from __future__ import annotations
 import enum
 
 
+class State(enum.Enum):
+    """Where a worker's debugpy stands; derived from its life and :attr:`Upstream.stops`, never kept
+    beside it."""
+
+    CONNECTING = "connecting"
+    STOPPED = "stopped"
+    RUNNING = "running"
+    CLOSED = "closed"
+
+
 class Life(enum.Enum):
     #: The socket is open; the handshake is under way and the worker has shown no stop.
     CONNECTING = "connecting"
