@@ -12,24 +12,20 @@ from __future__ import annotations
 import ast
 import asyncio
 import copy
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from raydap.adapter import capture_points, in_worker
+from raydap.adapter import in_worker
 from raydap.adapter.breakpoints import (
     BOOK_COMMANDS,
-    BookKey,
     SessionBook,
-    Spec,
-    book_key,
-    requested,
 )
 from raydap.adapter.errors import Kind, UpstreamError, WorkerError
 from raydap.adapter.paths import PathMapper
-from raydap.adapter.resume import BreakpointList, Configuration, Resume
+from raydap.adapter.resume import Configuration, Resume
+from raydap.adapter.session_breakpoints import SessionBreakpoints
 from raydap.adapter.translate import Translation
 from raydap.adapter.upstream import Upstream
 from raydap.protocol import (
@@ -143,10 +139,8 @@ class WorkerMux:
         self._child_sessions = child_sessions
         self._child_configuration = child_configuration or {}
         self._audit = audit or (lambda command, worker, arguments: None)
-        #: This session's breakpoints under its own ids (the workers' books hold the unions).
-        self.book = SessionBook()
-        self._book_arguments: dict[BookKey, dict[str, Any]] = {}  # the last set request's
-        self._book_keys: dict[tuple[str, BookKey], BookKey] = {}  # (worker, its key) -> ours
+        #: This session's breakpoints, given to each of its workers.
+        self.breakpoints = SessionBreakpoints(self._ids.paths, send, self._audit)
         #: Other configuration (exception filters...), replayed to each worker that joins.
         self._configuration: dict[tuple[str, str], Request] = {}
         #: The workers configuration reaches: those shown, and those joining (from the moment
@@ -155,19 +149,17 @@ class WorkerMux:
         self._joining: set[asyncio.Task[None]] = set()
         self._closed = False
 
+    @property
+    def book(self) -> SessionBook:
+        """This session's breakpoints under its own ids."""
+        return self.breakpoints.book
+
     # -- going on in another bridge process (:mod:`.resume`) --------------------------------
 
     def resume_state(self) -> Resume:
         """What the client needs to attach to the bridge that replaces this one and find its
         ids and breakpoints as they are."""
-        lists = [
-            BreakpointList(
-                command=command,
-                arguments=self._book_arguments[(command, path)],
-                ids=[entry.id for entry in self.book.entries((command, path))],
-            )
-            for command, path in self.book.lists()
-        ]
+        lists = self.breakpoints.export()
         configuration = [
             Configuration(command=request.command, arguments=request.args)
             for request in self._configuration.values()
@@ -179,11 +171,7 @@ class WorkerMux:
         breakpoints and configuration, given to each worker as it joins (before :meth:`start`;
         the caller checked that the client may set them)."""
         self._ids.seed(resume.ids)
-        for given in resume.breakpoints:
-            key = book_key(given.command, given.arguments)
-            self.book.set(key, requested(given.command, given.arguments), given.ids)
-            self._book_arguments[key] = given.arguments
-            self.book.shown(key)  # the client knows these ids
+        self.breakpoints.restore(resume.breakpoints)
         for configured in resume.configuration:
             request = Request(command=configured.command, arguments=configured.arguments)
             source = request.args.get("source") or {}
@@ -208,7 +196,7 @@ class WorkerMux:
         for worker in self.workers.values():
             worker.upstream.remove_client(self)
         for worker in self._configured.values():
-            worker.upstream.breakpoints.take_back(self, resend=False)
+            self.breakpoints.take_back(worker, resend=False)
         self.workers.clear()
         self._configured.clear()
         self._by_upstream.clear()
@@ -218,7 +206,7 @@ class WorkerMux:
         run on; other sessions' breakpoints stay. (Paused workers keep theirs until their
         lists next change: their next stop is theirs to debug.)"""
         for worker in self._configured.values():
-            worker.upstream.breakpoints.take_back(self, resend=worker.live)
+            self.breakpoints.take_back(worker, resend=worker.live)
 
     def _on_join(self, worker: Worker) -> None:
         if self._closed or worker.key in self.workers:
@@ -254,7 +242,7 @@ class WorkerMux:
                 await self._forward(worker, request)
             except (UpstreamError, RoutingError) as exc:
                 log.info("%s: could not apply %s: %s", worker.label, request.command, exc)
-        await asyncio.gather(*(self._give(worker, key) for key in self.book.lists()))
+        await self.breakpoints.give_all(worker)
         if self._closed or worker.upstream.state.value == "closed":
             self._configured.pop(worker.key, None)
             return
@@ -272,8 +260,8 @@ class WorkerMux:
                 started = {"reason": "started", "threadId": thread_id}
                 self._send(event("thread", self._to_client(worker, started)))
         for point, why in list(worker.upstream.points_off.items()):
-            self._point_off(worker, {"point": point, "reason": why})  # announces breakpoints
-        self._announce_breakpoints()
+            self.breakpoints.point_off(worker, {"point": point, "reason": why})
+        self.breakpoints.announce()
         for stop in stops:
             self.upstream_event(worker.upstream, stop)
 
@@ -321,10 +309,10 @@ class WorkerMux:
         if name in ("process", "exited") and self.feed.follows:
             return
         if name == "breakpoint":
-            self._worker_breakpoint(worker, body)
+            self.breakpoints.changed(worker, body)
             return
         if name == CAPTURE_POINT_OFF:
-            self._point_off(worker, body or {})
+            self.breakpoints.point_off(worker, body or {})
             return
         if body is not None:
             # The upstream hands one event to every session: rewrite a copy of our own.
@@ -347,10 +335,9 @@ class WorkerMux:
         self._configured.pop(worker.key, None)
         for thread_id in self._ids.forget(worker.key):
             self._send(event("thread", {"reason": "exited", "threadId": thread_id}))
-        self._book_keys = {k: v for k, v in self._book_keys.items() if k[0] != worker.key}
-        self.book.forget_worker(worker.key)
+        self.breakpoints.forget_worker(worker.key)
         self._say(f"{worker.label}: {reason}")
-        self._announce_breakpoints()
+        self.breakpoints.announce()
         if not self.feed.follows:
             self._send(event("terminated"))
 
@@ -365,7 +352,10 @@ class WorkerMux:
                 self._audit("continue", key, {})
             return response_to(request, {"continued": await self._continue_all()})
         if command in BOOK_COMMANDS:
-            return await self._set_breakpoints(request)
+            try:
+                return await self.breakpoints.set(request, list(self._configured.values()))
+            except WorkerError as exc:  # no worker can take it: the request is wrong
+                raise RoutingError(str(exc), exc.kind) from None
         if command_info(command).route is Route.BROADCAST:
             return await self._broadcast(request)
         if command == "threads":
@@ -413,82 +403,6 @@ class WorkerMux:
                 body["allThreadsContinued"] = False  # the other workers stay stopped
             response = response.model_copy(update={"body": body})
         return response
-
-    async def _set_breakpoints(self, request: Request) -> Response:
-        """The session's new list for one file (or its function breakpoints): given to every
-        worker, and to each that joins later; answered with the session's own ids."""
-        key = book_key(request.command, request.args)
-        asked = requested(request.command, request.args)
-        if request.command == "setBreakpoints":
-            before = [json.loads(entry.spec) for entry in self.book.entries(key)]
-            asked = capture_points.tag(key[1], asked, before)
-        self.book.set(key, asked)
-        self._book_arguments[key] = request.args
-        workers = list(self._configured.values())
-        for worker in workers:
-            self._audit(request.command, worker.key, request.args)
-        refusals = await asyncio.gather(*(self._give(worker, key) for worker in workers))
-        if workers and all(refusals):  # a request no worker can take, not a breakpoint
-            raise RoutingError(str(refusals[0]), Kind.REFUSED)
-        self._announce_breakpoints()  # what changed elsewhere meanwhile (a worker left)
-        return response_to(request, {"breakpoints": self.book.shown(key)})
-
-    async def _give(self, worker: Worker, key: BookKey) -> str | None:
-        """Give a worker this session's share of list ``key`` (its owner sends the union) and
-        keep the worker's answers. Never raises: returns why the worker refused, if it did."""
-        command, path = key
-        entries = self.book.entries(key)
-        worker_key = (command, self._ids.paths.to_worker(worker.key, path) if path else "")
-        self._book_keys[worker.key, worker_key] = key
-        given = await worker.upstream.breakpoints.give(
-            self, worker_key, [entry.spec for entry in entries], self._book_arguments[key]
-        )
-        shares = given.shares
-        if given.refused is not None:
-            why = f"{worker.label}: {given.refused}"
-            shares = [{"verified": False, "message": why} for _ in entries]
-        self.book.answered(worker.key, entries, shares)
-        return given.refused
-
-    def _worker_breakpoint(self, worker: Worker, body: dict[str, Any] | None) -> None:
-        """A worker's later word on a breakpoint (debugpy verifies some once a file loads)."""
-        changed = (body or {}).get("breakpoint")
-        if not isinstance(changed, dict) or (body or {}).get("reason") != "changed":
-            return
-        ours = self._ours(worker, changed.get("id"))
-        if ours is None:
-            return  # another session's breakpoint
-        self.book.answered_one(worker.key, *ours, dict(changed))
-        self._announce_breakpoints()
-
-    def _point_off(self, worker: Worker, body: dict[str, Any]) -> None:
-        """A worker turned one of this session's capture points off: the client is told, on
-        the breakpoint, in which worker and why."""
-        why = f"turned itself off in {worker.label}: {body.get('reason')}"
-        for key in self.book.lists():
-            for entry in self.book.entries(key):
-                settings = json.loads(entry.spec).get(capture_points.SETTINGS)
-                if isinstance(settings, dict) and settings.get("id") == body.get("point"):
-                    self.book.turned_off(worker.key, key, entry.spec, why)
-        self._announce_breakpoints()
-
-    def _announce_breakpoints(self) -> None:
-        for breakpoint in self.book.changes():
-            self._send(event("breakpoint", {"reason": "changed", "breakpoint": breakpoint}))
-
-    def _hit_ids(self, worker: Worker, hits: list[Any]) -> list[int]:
-        """The session's ids for the worker's breakpoint ids in a stop."""
-        ids: list[int] = []
-        for hit in hits:
-            if (ours := self._ours(worker, hit)) is not None:
-                ids.extend(self.book.ids_of(*ours))
-        return ids
-
-    def _ours(self, worker: Worker, worker_id: object) -> tuple[BookKey, Spec] | None:
-        """This session's list and spec for a worker's breakpoint id, if it set that one."""
-        found = worker.upstream.breakpoints.spec_of_id(worker_id)
-        ours = self._book_keys.get((worker.key, found[0])) if found else None
-        return (ours, found[1]) if found is not None and ours is not None else None
 
     async def _broadcast(self, request: Request) -> Response:
         """Configuration reaches every worker now, and each one that joins later."""
@@ -582,7 +496,7 @@ class WorkerMux:
 
     def _to_client(self, worker: Worker, body: dict[str, Any]) -> dict[str, Any]:
         if isinstance(body.get("hitBreakpointIds"), list):
-            body["hitBreakpointIds"] = self._hit_ids(worker, body["hitBreakpointIds"])
+            body["hitBreakpointIds"] = self.breakpoints.hit_ids(worker, body["hitBreakpointIds"])
         return self._ids.to_client(worker.key, body)
 
     def _say(self, text: str) -> None:

@@ -76,14 +76,20 @@ class Upstream:
         self.cache = StopCache()
         #: Every session's breakpoints in this worker (it is given their union).
         self.breakpoints = WorkerBreakpoints(self._ask_answered)
-        self.close_reason = ""
         self._on_change = on_change or (lambda upstream: None)
         self._observe = observe
         self._requests = RequestEngine(channel, on_answer=self._on_answer)
+        # Beside the life table, and not phases of it: what a coroutine waits for, and what
+        # clients are told. The phase is ``life``; whether it stands stopped is ``stops``.
+        #: The handshake waits for debugpy's ``initialized``, and for its first stop.
         self._initialized = asyncio.Event()
         self._first_stop = asyncio.Event()
+        #: The task reading the worker (None before :meth:`start`; cancelled when lent).
         self._reader: asyncio.Task[None] | None = None
-        self._detach_reason = ""  # what clients are told once a detach closes it
+        #: Why it closed, for clients and records; and why a detach will close it.
+        self.close_reason = ""
+        self._detach_reason = ""
+        #: Work under way for it (settling a stop, prefetching): a lent one must have none.
         self._background: set[asyncio.Future[Any]] = set()
         #: Told of every breakpoint configuration the worker accepted (``setBreakpoints`` and
         #: the like, as sent to it), so the bridge can keep what a live worker has.
@@ -108,8 +114,8 @@ class Upstream:
         #: Breakpoint settings sent and not answered yet: a stop at one of them may come
         #: first on the wire, naming an id the bridge learns only from the answer.
         self._configuring = 0
-        self._configured = asyncio.Event()
-        self._configured.set()
+        self._configuration_answered = asyncio.Event()
+        self._configuration_answered.set()
 
     @property
     def state(self) -> State:
@@ -263,14 +269,14 @@ class Upstream:
             configures = command_info(command).route is Route.BROADCAST
             if configures:
                 self._configuring += 1
-                self._configured.clear()
+                self._configuration_answered.clear()
             try:
                 response = await self._exchange(command, arguments, timeout)
             finally:
                 if configures:
                     self._configuring -= 1
                     if not self._configuring:
-                        self._configured.set()
+                        self._configuration_answered.set()
             if response.success:
                 self.cache.after_request(command, arguments)
                 if configures and self.on_configured is not None:
@@ -402,7 +408,7 @@ class Upstream:
         """A stop that came while breakpoints were being set, shown once their ids are known
         (so clients are told which of theirs was hit)."""
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._configured.wait(), self.request_timeout)
+            await asyncio.wait_for(self._configuration_answered.wait(), self.request_timeout)
         if self.state is not State.CLOSED:
             self._show_stop(message)
 

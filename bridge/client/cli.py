@@ -360,7 +360,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    from raydap.bridge.client.pdb import console, legacy
+    from raydap.bridge.client.pdb import console, pdb_relay
     from raydap.bridge.client.stdio_adapter import parse_follow
     from raydap.bridge.workers.filters import BadFilter
 
@@ -373,7 +373,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
             print(f"raydap: --follow {exc}", file=sys.stderr)
             return 2
     elif args.id.startswith("pdb-"):
-        return legacy.relay(bridge, args.id)
+        return pdb_relay.relay(bridge, args.id)
     elif args.id.startswith("cap-"):
         target = {"capture": args.id}  # a capture, as a read-only stop
     else:

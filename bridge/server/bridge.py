@@ -31,9 +31,9 @@ from raydap.bridge.cluster import ray_auth
 from raydap.bridge.cluster.dashboard import DashboardClient
 from raydap.bridge.cluster.discovery import Discovery
 from raydap.bridge.cluster.driver import RayDriver
-from raydap.bridge.cluster.legacy import LegacyPdbDiscovery
 from raydap.bridge.cluster.live_marks import GcsMarks, Marks
 from raydap.bridge.cluster.locate import Cluster
+from raydap.bridge.cluster.pdb_keys import LegacyPdbDiscovery
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.hangs.outside_pause import OutsidePause
 from raydap.bridge.hangs.reports import HangReports
@@ -51,7 +51,7 @@ from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.service import Workers
-from raydap.bridge.workers import legacy as legacy_records
+from raydap.bridge.workers import pdb_records
 from raydap.bridge.workers.group_timeouts import GroupTimeouts
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
@@ -371,7 +371,7 @@ class Bridge:
             )
         if self.cluster.gcs_address:
             legacy = LegacyPdbDiscovery(
-                self.cluster.gcs_address, functools.partial(legacy_records.reconcile, self.registry)
+                self.cluster.gcs_address, functools.partial(pdb_records.reconcile, self.registry)
             )
             self._tasks.append(asyncio.create_task(legacy.run(), name="legacy pdb discovery"))
 

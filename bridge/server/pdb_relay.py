@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import WSMsgType, web
 
-from raydap.bridge.cluster.legacy import Unreachable, pdb_address
+from raydap.bridge.cluster.pdb_keys import Unreachable, pdb_address
 from raydap.bridge.workers.records import BreakpointRecord
 
 #: What one WebSocket frame from the client may hold (a typed line, or a pasted block).

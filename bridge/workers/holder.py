@@ -28,6 +28,7 @@ from raydap.adapter import (
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark
+from raydap.bridge.workers.holds import Hold, Holds, Step
 from raydap.bridge.workers.keeper import RecordKeeper
 from raydap.bridge.workers.naming import RayState
 from raydap.bridge.workers.policy import DETACH_GRACE, HoldPolicy
@@ -44,8 +45,6 @@ ATTACH_WAIT = 15.0
 #: How long a child waits for its parent's job to be known (Ray lists a task about a second
 #: after it starts).
 NAME_CHILD_WITHIN = 30.0
-#: How long a worker whose hold failed is left alone before discovery may try again.
-RETRY_AFTER = 5.0
 
 
 class ResumeFailed(WorkerError):
@@ -102,11 +101,14 @@ class Holder:
         self.upstreams: dict[str, Upstream] = {}
         #: Each live worker's torch.distributed rank and groups, as it reports them.
         self.process_groups = ProcessGroups(registry)
+        #: Each worker's hold (:mod:`.holds`): the one place its phase is kept.
+        self.holds = Holds(time.monotonic)
+        #: Who waits for a worker being held: its connection, or why it could not be had.
         self._holding: dict[str, asyncio.Future[Upstream]] = {}
-        self._failed_at: dict[str, float] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.live_hooks: LiveHooks | None = None
-        #: Why no worker is handed out: set while the workers are lent to a new bridge.
+        #: Why no worker is handed out: set while the workers are lent to a new bridge (the
+        #: holder's mode; each worker's phase is in :attr:`holds`).
         self.handing_over = ""
         #: Told of every change of a held worker, once its record is current.
         self.watchers: list[Callable[[str, Upstream], None]] = []
@@ -122,19 +124,18 @@ class Holder:
         failed a moment ago)."""
         rid = record_id(worker_id)
         record = self.registry.get(rid)
-        if rid in self._holding or (record is not None and record.state != RecordState.FAILED):
-            return True  # a failed one stays listed as failed while it is tried again
-        failed = self._failed_at.get(rid)
-        return failed is not None and time.monotonic() - failed < RETRY_AFTER
+        if self.holds.of(rid) is None and record is not None:
+            return True  # listed without a hold (a legacy pdb's)
+        return not self.holds.may_try(rid)  # a failed one, listed as such, is tried again
 
     def still_paused(self, worker_ids: set[str]) -> None:
         """Forget failed workers that are no longer paused (discovery reports each poll)."""
         for record in self.registry.records():
-            if record.id in self._holding:
-                continue  # tried again, and its new client took it out of Ray's paused list
-            if record.state == RecordState.FAILED and record.worker_id not in worker_ids:
+            if self.holds.of(record.id) is not Hold.FAILED:
+                continue  # (one tried again: its new client took it out of Ray's paused list)
+            if record.worker_id not in worker_ids:
                 self.registry.remove(record.id)
-                self._failed_at.pop(record.id, None)
+                self.holds.step(record.id, Step.RELEASED)
 
     def hold(self, paused: PausedWorker, live: LiveMark | None = None) -> None:
         """Start holding a newly discovered worker (returns at once): a paused one, or with
@@ -160,6 +161,7 @@ class Holder:
         elif listed.debugger_port != record.debugger_port:  # a listener reopened in it
             self.registry.put(listed.model_copy(update={"debugger_port": record.debugger_port}))
         # (a failed one stays listed as such while it is tried again)
+        self.holds.step(record.id, Step.FOUND)
         self._holding[record.id] = asyncio.get_running_loop().create_future()
         self._spawn(self._hold(record, live))
 
@@ -184,11 +186,12 @@ class Holder:
             task_name=f"{parent.task_name} child" if parent.task_name else None,
             parent=parent.id,
         )
-        if record.id in self.registry or record.id in self._holding:
+        if record.id in self.registry or self.holds.of(record.id) is not None:
             return
         self.registry.put(record)
         if parent.job_id is None:  # a live worker is named once Ray lists its task
             self._spawn(self._name_child_after(parent.id, record.id))
+        self.holds.step(record.id, Step.FOUND)
         self._holding[record.id] = asyncio.get_running_loop().create_future()
         self._spawn(self._hold(record, None))
 
@@ -222,12 +225,13 @@ class Holder:
         except UpstreamError as exc:
             if record.parent is not None:  # a child that exited before it was held
                 log.info("could not hold child %s: %s", record.label, exc)
+                self.holds.step(record.id, Step.RELEASED)
                 self.registry.remove(record.id)
                 waiter.set_exception(AttachError(f"could not attach to {record.label}: {exc}"))
                 waiter.exception()
                 return
             log.warning("could not hold %s: %s", record.label, exc)
-            self._failed_at[record.id] = time.monotonic()
+            self.holds.step(record.id, Step.FAILED)
             failed = self.registry.get(record.id) or record
             self.registry.put(
                 failed.model_copy(update={"state": RecordState.FAILED, "error": str(exc)})
@@ -240,11 +244,13 @@ class Holder:
         finally:
             self._holding.pop(record.id, None)
         if record.parent is not None and record.parent not in self.registry:
+            self.holds.step(record.id, Step.RELEASED)
             await upstream.detach(f"its parent {record.parent} is gone")  # while it was held
             self.registry.remove(record.id)
             waiter.set_exception(AttachError(f"{record.label} left with its parent"))
             waiter.exception()
             return
+        self.holds.step(record.id, Step.CONNECTED)
         self._held(record, upstream)
         waiter.set_result(upstream)
 
@@ -316,6 +322,7 @@ class Holder:
             return  # still in the handshake: _hold reports once it is done
         if upstream.state is State.CLOSED:
             self.upstreams.pop(rid, None)
+            self.holds.step(rid, Step.RELEASED)
             self.policy.forget(rid)
             self.process_groups.forget(rid)
             record = self.registry.get(rid)
@@ -356,10 +363,10 @@ class Holder:
                 "or run the job with the default RAY_DEBUG=1 to debug it through raydap",
                 Kind.REFUSED,
             )
-        if record.state == RecordState.FAILED and record.id not in self._holding:
+        if record.state == RecordState.FAILED and self.holds.of(record.id) is not Hold.HOLDING:
             raise AttachError(f"cannot debug {record.id}: {record.error}", Kind.UNREACHABLE)
         upstream = self.upstreams.get(record.id)
-        if upstream is None and record.id in self._holding:
+        if upstream is None and self.holds.of(record.id) is Hold.HOLDING:
             with contextlib.suppress(asyncio.TimeoutError):
                 upstream = await asyncio.wait_for(
                     asyncio.shield(self._holding[record.id]), ATTACH_WAIT
@@ -394,12 +401,14 @@ class Holder:
         lent: list[tuple[BreakpointRecord, int, Carried]] = []
         try:
             deadline = time.monotonic() + within
-            while self._holding or not all(u.quiet for u in self.upstreams.values()):
+            while self.holds.in_phase(Hold.HOLDING) or not all(
+                u.quiet for u in self.upstreams.values()
+            ):
                 if time.monotonic() > deadline:
                     busy = [rid for rid, u in self.upstreams.items() if not u.quiet]
                     raise UpstreamError(
                         f"workers still busy after {within:g} s: "
-                        f"{', '.join(busy + list(self._holding))}"
+                        f"{', '.join(busy + self.holds.in_phase(Hold.HOLDING))}"
                     )
                 await asyncio.sleep(0.02)
             for rid, upstream in list(self.upstreams.items()):
@@ -407,6 +416,7 @@ class Holder:
                 if record is None or upstream.state is State.CLOSED:
                     continue
                 descriptor, carried = await upstream.lend()
+                self.holds.step(rid, Step.LENT)
                 lent.append((record, descriptor, carried))
         except BaseException:
             self.take_back_all()
@@ -415,8 +425,10 @@ class Holder:
 
     def take_back_all(self) -> None:
         """The hand-over failed: read every lent connection again and hand workers out."""
-        for upstream in list(self.upstreams.values()):
+        for rid, upstream in list(self.upstreams.items()):
             upstream.take_back()
+            if self.holds.of(rid) is Hold.LENT:
+                self.holds.step(rid, Step.TAKEN_BACK)
         self.handing_over = ""
 
     async def abandon_all(self, why: str) -> None:
@@ -424,6 +436,8 @@ class Holder:
         forget them without the side effects of a worker leaving."""
         for rid, upstream in list(self.upstreams.items()):
             del self.upstreams[rid]
+            if self.holds.of(rid) is not None:
+                self.holds.step(rid, Step.RELEASED)
             self.policy.forget(rid)
             self.process_groups.forget(rid)
             await upstream.abandon(why)
@@ -433,6 +447,7 @@ class Holder:
         upstream = Upstream.adopt(channel, carried, name=record.label, **self._options(record))
         upstream.on_child = lambda pid: self.hold_child(record.id, pid)
         self.registry.put(record.model_copy(update={"clients": 0}))
+        self.holds.step(record.id, Step.ADOPTED)
         self._held(record, upstream)
         upstream.start()
 

@@ -3,7 +3,7 @@ shows every paused worker and says how to reach each."""
 
 from __future__ import annotations
 
-from raydap.bridge.cluster.legacy import PdbEntry
+from raydap.bridge.cluster.pdb_keys import PdbEntry
 from raydap.bridge.workers.records import BreakpointRecord, Location
 from raydap.bridge.workers.registry import Registry
 

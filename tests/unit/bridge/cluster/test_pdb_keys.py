@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from raydap.bridge.cluster.legacy import Unreachable, local_addresses, pdb_address
+from raydap.bridge.cluster.pdb_keys import Unreachable, local_addresses, pdb_address
 
 
 def node_at(ip: str | None):  # type: ignore[no-untyped-def]
