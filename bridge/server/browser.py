@@ -8,6 +8,10 @@ loopback, so a valid token is not enough.
   is refused.
 - ``POST`` bodies must be ``application/json``: a form or ``text/plain`` body is what a page can
   send without a CORS preflight. No CORS headers are ever sent.
+- Every answer says how a browser may use it (:data:`SECURITY_HEADERS`): the page's scripts and
+  styles come only from the bridge (no inline script, no ``eval``), no page may frame it, no
+  answer is sniffed into another type, and no address of it leaks as a referrer. Job-controlled
+  text is set as text by the page, never as markup; the policy is the second wall.
 
 Clients without an ``Origin`` (the CLI, editors) are unaffected.
 """
@@ -23,6 +27,23 @@ import psutil
 from aiohttp import web
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+#: Sent with every answer, the page's and the API's, errors included.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "; ".join([
+        "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
+        "connect-src 'self'", "form-action 'self'", "base-uri 'none'", "frame-ancestors 'none'",
+    ]),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",  # what browsers without frame-ancestors read
+}  # fmt: skip
+
+
+async def add_security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """An ``on_response_prepare`` signal: every response, static files and errors too."""
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
 
 
 def host_name(host: str) -> str:

@@ -23,7 +23,7 @@ from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.server import endpoints, page, pdb_relay
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token
-from raydap.bridge.server.browser import GUARD, BrowserGuard, guard_browsers
+from raydap.bridge.server.browser import GUARD, BrowserGuard, add_security_headers, guard_browsers
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
@@ -496,6 +496,7 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     )
     app[SERVICES] = services
     app[GUARD] = guard
+    app.on_response_prepare.append(add_security_headers)
     page.add_routes(app, services.auth)
     app.router.add_get("/api/v1/breakpoints", list_breakpoints)
     app.router.add_get("/api/v1/breakpoints/{id}", get_breakpoint)

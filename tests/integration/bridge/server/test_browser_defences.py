@@ -215,3 +215,32 @@ def test_the_connection_file_goes_when_the_bridge_stops(
     assert written.exists()
     stop_bridge(running)
     assert not written.exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [("/", 200), ("/static/page.js", 200), ("/api/v1/breakpoints", 401), ("/static/none.js", 404)],
+)
+def test_every_answer_tells_browsers_to_run_only_the_bridges_own_scripts_unframed(
+    bridge: BridgeProcess, path: str, status: int
+) -> None:
+    """The page, its files, a refusal and a miss alike: a strict Content-Security-Policy (no
+    inline script, no eval, no framing), no sniffing, no referrer."""
+    host, port = bridge.url.removeprefix("http://").rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        answer.read()
+    finally:
+        connection.close()
+    assert answer.status == status
+    policy = {
+        directive.split()[0]: directive.split()[1:]
+        for directive in answer.headers["Content-Security-Policy"].split("; ")
+    }
+    assert policy["default-src"] == ["'none'"] and policy["script-src"] == ["'self'"]
+    assert policy["frame-ancestors"] == ["'none'"]
+    assert not any("unsafe" in source for sources in policy.values() for source in sources)
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"
+    assert answer.headers["Referrer-Policy"] == "no-referrer"
