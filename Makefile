@@ -28,7 +28,7 @@ MATRIX_TESTS := tests/unit tests/integration/adapter tests/e2e/test_bridge.py te
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py \
                 --deselect tests/integration/adapter/test_fuzz_sessions.py::test_random_traffic_gets_valid_replies_and_harms_nobody
 
-.PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-soak clean ext-check vsix e2e-tools screenshots \
+.PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-soak clean ext-check web-check web-vendor vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -103,7 +103,7 @@ lanes: lane-head lane-side
 lane-head: suite-head
 
 lane-side:
-	@$(MAKE) --no-print-directory lint typecheck ext-check
+	@$(MAKE) --no-print-directory lint typecheck ext-check web-check
 	@$(MAKE) --no-print-directory matrix
 	@$(MAKE) --no-print-directory suite-tail
 
@@ -209,6 +209,28 @@ $(EXT_STAMP): $(EXT)/package.json $(EXT)/package-lock.json
 ## Type-check the extension and run its unit tests.
 ext-check: $(EXT_STAMP)
 	cd $(EXT) && npm run --silent typecheck && npm test --silent
+
+# The web page's libraries (bridge/web/package.json, pinned in its lockfile) are copied into
+# bridge/web/vendor/ and committed: `make run` and the wheel need no npm, and the bridge serves
+# them itself (clusters are often offline). `make web-check` fails when they differ.
+WEB := bridge/web
+WEB_VENDORED := prismjs/components/prism-core.min.js prismjs/components/prism-python.min.js \
+                d3/dist/d3.min.js d3-flame-graph/dist/d3-flamegraph.umd.min.js \
+                d3-flame-graph/dist/d3-flamegraph.css
+WEB_LICENSES := prismjs d3 d3-flame-graph
+
+web-vendor:
+	npm ci --no-audit --no-fund --loglevel=error --ignore-scripts --prefix $(WEB)
+	@mkdir -p $(WEB)/vendor
+	for file in $(WEB_VENDORED); do cp $(WEB)/node_modules/$$file $(WEB)/vendor/; done
+	for name in $(WEB_LICENSES); do cp $(WEB)/node_modules/$$name/LICENSE $(WEB)/vendor/$$name.LICENSE.txt; done
+
+web-check:
+	@npm ci --no-audit --no-fund --loglevel=error --ignore-scripts --prefix $(WEB)
+	@for file in $(WEB_VENDORED); do \
+		cmp $(WEB)/node_modules/$$file $(WEB)/vendor/$$(basename $$file) || \
+		{ echo "$(WEB)/vendor/ is not what its lockfile pins: make web-vendor"; exit 1; }; \
+	done
 
 ## Build the extension package vscode-ext/raydap.vsix.
 vsix: $(EXT)/raydap.vsix
