@@ -4,6 +4,9 @@ Code shipped with ``runtime_env={"working_dir": ...}`` runs from
 ``.../runtime_resources/working_dir_files/_ray_pkg_<hash>/`` on each node (``py_modules_files``
 likewise). The client has the same files under its own ``localRoot``. This maps one to the
 other in both directions, per worker, since each node unpacks to its own directory.
+
+A client with no copy of the files at all (the web page) says ``"remoteSources": true``: then
+every file it is shown is one it cannot open, and is read through its worker.
 """
 
 from __future__ import annotations
@@ -28,17 +31,20 @@ class PathMapper:
     mappings: list[tuple[str, str]] = field(default_factory=list)
     #: Each worker's package directory, learned from the paths it reports.
     roots: dict[Hashable, str] = field(default_factory=dict)
+    #: The client has none of the files (a browser): it opens none of them.
+    remote_sources: bool = False
 
     @classmethod
     def from_attach(cls, arguments: dict[str, Any]) -> PathMapper:
-        """From the attach arguments ``localRoot`` and ``pathMappings``."""
+        """From the attach arguments ``localRoot``, ``pathMappings`` and ``remoteSources``."""
         local_root = arguments.get("localRoot")
         pairs = []
         for item in arguments.get("pathMappings") or []:
             if isinstance(item, dict) and item.get("localRoot") and item.get("remoteRoot"):
                 pairs.append((str(item["localRoot"]), str(item["remoteRoot"])))
         root = str(local_root).rstrip("/") if isinstance(local_root, str) and local_root else None
-        return cls(root, sorted(pairs, key=lambda p: -len(p[1])))
+        remote = arguments.get("remoteSources") is True
+        return cls(root, sorted(pairs, key=lambda p: -len(p[1])), remote_sources=remote)
 
     @property
     def active(self) -> bool:
@@ -64,8 +70,11 @@ class PathMapper:
             return root + path[len(self.local_root) :]
         return path
 
-    def is_unmapped_package_path(self, path: str) -> bool:
-        """A worker path the client cannot have: inside a Ray package, with no mapping."""
+    def cannot_open(self, path: str) -> bool:
+        """A worker path the client cannot have: any, for a client with no files; else one
+        inside a Ray package, with no mapping."""
+        if self.remote_sources:
+            return True
         return (
             not self.local_root
             and RAY_PACKAGE.match(path) is not None

@@ -127,7 +127,7 @@ class Translation:
         path = source.get("path")
         if not isinstance(path, str):
             return
-        if self.paths.is_unmapped_package_path(path) and not reference:
+        if self.paths.cannot_open(path) and not reference:
             minted = self._unopenable_refs.get((key, path))
             if minted is None:
                 self._minted -= 1  # never a number debugpy gives

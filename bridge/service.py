@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from raydap.adapter import AttachError, State, Upstream, WorkerFeed, in_worker
-from raydap.adapter.breakpoints import spec_of
+from raydap.adapter.breakpoints import Spec, spec_of
 from raydap.adapter.capture_mux import CaptureFeed
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.quirks import exception_line
@@ -26,6 +27,7 @@ from raydap.bridge.captures.service import CaptureService
 from raydap.bridge.captures.store import Captures
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.hangs import stacks
+from raydap.bridge.hangs.grid import Grid
 from raydap.bridge.hangs.outside_pause import OutsidePause
 from raydap.bridge.hangs.reports import HangReports
 from raydap.bridge.hangs.verdicts import Verdict
@@ -299,6 +301,16 @@ class Workers:
             raise WorkerError(f"no hang report of job {job!r} on this bridge", Kind.NOT_FOUND)
         return HangReport(found, reports)
 
+    def hang_grid(self, job: str) -> Grid:
+        """``job``'s collectives as a grid, while it is a suspected hang its recorders explain
+        (``not_found`` otherwise)."""
+        grid = self.watch().grid(job)
+        if grid is None:
+            raise WorkerError(
+                f"job {job!r} is not a suspected hang whose collectives disagree", Kind.NOT_FOUND
+            )
+        return grid
+
     def watch(self) -> HangWatch:
         if self.hang_watch is None:
             raise WorkerError(
@@ -343,13 +355,18 @@ class Workers:
 
     async def give_breakpoints(
         self, owner: str, path: str, lines: list[int], job: str | None,
-        condition: str | None = None,
+        condition: str | None = None, conditions: Mapping[int, str] | None = None,
     ) -> list[BreakpointsGiven]:  # fmt: skip
-        """``owner``'s breakpoints (``lines``, each with ``condition``) in ``path`` for every
-        live held worker of ``job``, merged with other sessions' there by each worker's one
-        owner of its breakpoints; no lines clears ``owner``'s."""
-        asked = {"condition": condition} if condition else {}
-        specs = [spec_of({"line": line, **asked}) for line in dict.fromkeys(lines)]
+        """``owner``'s breakpoints (``lines``, each with ``condition``, or its own of
+        ``conditions``) in ``path`` for every live held worker of ``job``, merged with other
+        sessions' there by each worker's one owner of its breakpoints; no lines clears
+        ``owner``'s."""
+
+        def spec(line: int) -> Spec:
+            asked = (conditions or {}).get(line, condition)
+            return spec_of({"line": line, **({"condition": asked} if asked else {})})
+
+        specs = [spec(line) for line in dict.fromkeys(lines)]
         chosen = [
             (r, u)
             for r in self.holder.registry.records()

@@ -134,7 +134,7 @@ Signature = tuple[str, tuple[tuple[int, ...], ...], tuple[str, ...]]
 
 
 @dataclass
-class _Rank:
+class ReadRank:
     """One member of a group, read: its entries of one sequence, by number."""
 
     rank: int
@@ -201,6 +201,13 @@ def _groups(
     return groups
 
 
+def read_group(dumps: Sequence[RankDump], collective: Collective) -> list[ReadRank]:
+    """The members of ``collective``'s group that could be read, with their entries."""
+    key = (collective.world, collective.backend, collective.group)
+    found = _groups(dumps).get(key)
+    return _read(*found, collective.p2p) if found is not None else []
+
+
 def _judge_group(
     world: str | None,
     backend: str,
@@ -230,12 +237,12 @@ def _judge_group(
     return _waiting_only(world, backend, info, read, p2p)
 
 
-def _read(info: GroupInfo, members: list[tuple[int, RankDump]], p2p: bool) -> list[_Rank]:
+def _read(info: GroupInfo, members: list[tuple[int, RankDump]], p2p: bool) -> list[ReadRank]:
     """The group's members that could be read, with their entries of the sequence."""
     read = []
     for place, dump in members:
         mine = [e for e in dump.recorder.entries if e.group == info.name and e.is_p2p == p2p]
-        rank = _Rank(place, dump.identity.rank, dump.worker, {e.seq: e for e in mine})
+        rank = ReadRank(place, dump.identity.rank, dump.worker, {e.seq: e for e in mine})
         rank.signatures = {e.seq: _signature(e) for e in mine}
         status = dump.recorder.status(info.name, mine[0].pg_id if mine else None)
         last_seen = max(rank.entries, default=-1)
@@ -277,7 +284,7 @@ def _mismatch(rank: int, entry: Entry) -> Mismatch:
 
 
 def _waiting_only(
-    world: str | None, backend: str, info: GroupInfo, read: list[_Rank], p2p: bool
+    world: str | None, backend: str, info: GroupInfo, read: list[ReadRank], p2p: bool
 ) -> Collective | None:
     """Every rank came: the first number some rank still waits at, if any."""
     pending = [seq for r in read for seq, e in r.entries.items() if not r.done(e)]
@@ -296,7 +303,7 @@ def _verdict(
     world: str | None,
     backend: str,
     info: GroupInfo,
-    read: list[_Rank],
+    read: list[ReadRank],
     seq: int,
     present: dict[int, Entry],
     missing: list[int],

@@ -27,6 +27,8 @@ from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
 from raydap.bridge.hangs.async_waits import async_waits, said
 from raydap.bridge.hangs.collective_reader import CollectiveReader, Finding
 from raydap.bridge.hangs.frames import fold
+from raydap.bridge.hangs.grid import Grid
+from raydap.bridge.hangs.grid import build as build_grid
 from raydap.bridge.hangs.reports import HangReports
 from raydap.bridge.hangs.stacks import StackOptions, running_workers, stacks
 from raydap.bridge.hangs.verdicts import (
@@ -112,6 +114,15 @@ class HangWatch:
 
     def verdicts(self) -> list[Verdict]:
         return sorted(self._published.values(), key=lambda v: (v.state != "suspected_hang", v.job))
+
+    def grid(self, job: str) -> Grid | None:
+        """``job``'s collectives as a grid (:mod:`.grid`), while it is a suspected hang whose
+        recorders disagree (None otherwise)."""
+        found = self._found.get(job)
+        finding = found.finding if found is not None else None
+        if finding is None or finding.collective is None:
+            return None
+        return build_grid(job, finding.collective, finding.dumps)
 
     def subscribe(self) -> asyncio.Queue[Verdict]:
         queue: asyncio.Queue[Verdict] = asyncio.Queue(MAX_QUEUED)

@@ -107,6 +107,21 @@ class CapturePointBody(BaseModel):
     expires_in: float | None = Field(None, gt=0, le=7 * 86_400)
 
 
+class LineBreakpoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    line: int = Field(ge=1, le=10_000_000)
+    condition: str | None = Field(None, min_length=1, max_length=2000)
+
+
+class LineBreakpointsBody(BaseModel):
+    """Every breakpoint the caller wants in one file of a job's live workers (none: clear)."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1, max_length=4096)
+    job: str = Field(min_length=1, max_length=64, pattern=r"^[0-9a-fA-F]+$")
+    breakpoints: list[LineBreakpoint] = Field(max_length=1000)
+
+
 def _error(
     status: type[web.HTTPException], text: str, kind: Kind | None = None
 ) -> web.HTTPException:
@@ -213,6 +228,15 @@ async def authenticate(
         )
     request[TOKEN] = token
     return await handler(request)
+
+
+async def who_am_i(request: web.Request) -> web.Response:
+    """The token this request came with: its name, its role, and whether it may run code (the
+    page disables what a view token would be refused)."""
+    token: Token = request[TOKEN]
+    return web.json_response(
+        {"name": token.name, "role": token.role, "runs_code": token.allows("evaluate")}
+    )
 
 
 async def list_breakpoints(request: web.Request) -> web.Response:
@@ -335,6 +359,16 @@ async def hang_report(request: web.Request) -> web.Response:
     return web.json_response({"report": str(folder), "files": files, "verdict": verdict})
 
 
+async def hang_grid(request: web.Request) -> web.Response:
+    """A suspected hang's collectives as a grid: ranks (grouped where they agree) against the
+    last numbers of the blamed group, the missing and the odd cells marked."""
+    job = request.match_info["job"]
+    if not re.fullmatch(r"[0-9a-fA-F]{1,64}", job):
+        raise _error(web.HTTPBadRequest, "a job id is hexadecimal, at most 64 digits")
+    grid = request.app[SERVICES].workers.hang_grid(job)
+    return web.json_response(grid.model_dump(mode="json"))
+
+
 async def watch_job(request: web.Request) -> web.Response:
     """Watch one more job for hangs (any job, live workers or not)."""
     body: WatchBody = await _body(request, WatchBody)
@@ -374,6 +408,29 @@ async def set_capture_point(request: web.Request) -> web.Response:
     _audit(request, "set capture point", point=point.id, path=body.path, line=body.line,
            condition=body.condition)  # fmt: skip
     return web.json_response(point.model_dump(mode="json"), status=201)
+
+
+async def set_line_breakpoints(request: web.Request) -> web.Response:
+    """The caller's breakpoints in one file, in every live worker of the job (the page's gutter
+    sends this): they replace what this token set there before, beside every other client's."""
+    body: LineBreakpointsBody = await _body(request, LineBreakpointsBody)
+    for asked in body.breakpoints:
+        if asked.condition is not None:
+            try:
+                compile(asked.condition, "<condition>", "eval")
+            except SyntaxError as exc:
+                why = f"line {asked.line}: the condition is not an expression: {exc.msg}"
+                raise _error(web.HTTPBadRequest, why) from None
+    owner = f"{request[TOKEN].name} (HTTP)"
+    conditions = {b.line: b.condition for b in body.breakpoints if b.condition}
+    given = await request.app[SERVICES].workers.give_breakpoints(
+        owner, body.path, [b.line for b in body.breakpoints], body.job, conditions=conditions
+    )
+    _audit(request, "set breakpoints", path=body.path, job=body.job,
+           lines=[b.line for b in body.breakpoints], conditions=conditions)  # fmt: skip
+    return web.json_response({"path": body.path, "workers": [
+        {"id": g.worker.id, "breakpoints": g.breakpoints, "refused": g.refused} for g in given
+    ]})  # fmt: skip
 
 
 async def clear_capture_point(request: web.Request) -> web.Response:
@@ -498,6 +555,7 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app[GUARD] = guard
     app.on_response_prepare.append(add_security_headers)
     page.add_routes(app, services.auth)
+    app.router.add_get("/api/v1/me", who_am_i)
     app.router.add_get("/api/v1/breakpoints", list_breakpoints)
     app.router.add_get("/api/v1/breakpoints/{id}", get_breakpoint)
     app.router.add_post("/api/v1/breakpoints/{id}/continue", continue_one)
@@ -511,7 +569,9 @@ def make_app(services: Services, guard: BrowserGuard) -> web.Application:
     app.router.add_get("/api/v1/hangs", list_hangs)
     app.router.add_post("/api/v1/hangs/watch", watch_job)
     app.router.add_get("/api/v1/hangs/{job}/report", hang_report)
+    app.router.add_get("/api/v1/hangs/{job}/grid", hang_grid)
     app.router.add_get(r"/api/v1/hangs/{job}/report{archive:\.tar\.gz}", hang_report)
+    app.router.add_put("/api/v1/line-breakpoints", set_line_breakpoints)
     app.router.add_get("/api/v1/capture-points", list_capture_points)
     app.router.add_post("/api/v1/capture-points", set_capture_point)
     app.router.add_delete("/api/v1/capture-points/{id}", clear_capture_point)

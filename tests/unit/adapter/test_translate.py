@@ -43,6 +43,16 @@ def test_files_the_client_cannot_open_get_one_reference_each() -> None:
     }  # a file outside any package stays as it is
 
 
+def test_a_client_with_no_files_is_given_a_reference_for_every_file() -> None:
+    """The web page has no checkout: every file it is shown is read through the worker."""
+    ids = Translation(PathMapper.from_attach({"remoteSources": True}))
+    job, library = "/home/me/job.py", "/usr/lib/python3.11/json/__init__.py"
+    for path in (job, library, f"{PKG}/train.py"):
+        source = ids.to_client("w1", {"source": {"path": path}})["source"]
+        assert source["path"] == path and ids.unopenable(source["sourceReference"]) == ("w1", path)
+    assert not PathMapper.from_attach({"remoteSources": "yes"}).remote_sources  # true, or not
+
+
 def test_workers_that_leave_leave_no_path_roots_behind() -> None:
     """A follow session sees hundreds of short-lived children (DataLoader workers, one set an
     epoch): what it learned of each one's package directory goes with it."""
