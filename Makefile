@@ -28,7 +28,7 @@ MATRIX_TESTS := tests/unit tests/integration/adapter tests/e2e/test_bridge.py te
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py \
                 --deselect tests/integration/adapter/test_fuzz_sessions.py::test_random_traffic_gets_valid_replies_and_harms_nobody
 
-.PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-soak clean ext-check web-check web-vendor vsix e2e-tools screenshots \
+.PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-page bench-soak clean ext-check web-check web-vendor vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -198,6 +198,11 @@ bench-mcp: $(STAMP)
 bench-captures: $(STAMP)
 	$(BIN)/python -m bench.captures --json bench/results-captures-3.11.json
 
+## The web page in Chromium: the worker view, the stacks chart of 1,000 ranks, Find among 1,000
+## workers (bench/page.py; under a minute).
+bench-page: $(STAMP)
+	$(BIN)/python -m bench.page --json bench/results-page.json
+
 ## Successive stops at volume, with replaces (bench/soak.py; about 15 minutes).
 bench-soak: $(STAMP)
 	$(BIN)/python -m bench.soak --json bench/results-soak.json
@@ -271,7 +276,8 @@ $(CODE_SERVER): $(NODE24_DIR)/node_modules/.bin/node | $(TOOLS)/.apt
 ## Re-make the screenshots in docs/ (the editor test takes them).
 screenshots: $(STAMP) vsix e2e-tools
 	RAYDAP_REQUIRE_EDITOR_TESTS=1 RAYDAP_SCREENSHOTS=docs/img $(BIN)/python -m pytest -q \
-		tests/e2e/test_vscode_extension.py tests/e2e/test_web_page.py
+		tests/e2e/test_vscode_extension.py tests/e2e/test_web_page.py tests/e2e/test_hangs.py \
+		tests/e2e/test_captures.py
 
 clean:
 	rm -rf .venv .venv-* .pytest_cache .mypy_cache .ruff_cache .hypothesis $(TOOLS) \

@@ -59,7 +59,9 @@ function captureRow(capture) {
     el('td', { text: capture.function }),
     el('td', { class: capture.exception ? 'exception' : 'mono', text: what + (capture.truncated ? ' (cut short)' : '') }),
     el('td', {}, el('button', { type: 'button', text: 'Open', 'aria-label': `Open ${capture.id}`,
-      onclick: () => openCapture(capture.id) })));
+      onclick: () => openCapture(capture.id) }),
+    el('button', { type: 'button', text: 'Debug view', 'aria-label': `Debug view of ${capture.id}`,
+      onclick: () => openCaptureView(capture) }))); // worker.js
 }
 
 function table(label, columns, rows) {
@@ -164,10 +166,36 @@ $('compare').addEventListener('submit', async (event) => {
           el('td', { class: 'mono', text: row.capture }),
           el('td', { class: `value mono${row.error ? ' error' : ''}`, text: row.error || valueText(row.value) }))))
       : el('p', { text: `No capture of ${point} yet.` }));
+    const chart = numbersChart(expression, rows);
+    if (chart) out.append(chart);
   } catch (error) {
     out.replaceChildren(el('p', { class: 'error', text: error.message }));
   }
 });
+
+// The numbers among a compare's values as bars by rank (d3), beside the table that says them
+// all: a rank whose loss ran away shows at a glance.
+function numbersChart(expression, rows) {
+  const numbers = rows
+    .map((row) => ({ who: row.rank === null ? row.worker : `rank ${row.rank}`, n: row.value ? Number(row.value.value) : NaN }))
+    .filter((point) => Number.isFinite(point.n));
+  if (!window.d3 || numbers.length < 2) return null;
+  const width = Math.min(900, 60 + numbers.length * 28), height = 160, left = 50, bottom = 24;
+  const x = d3.scaleBand().domain(numbers.map((p) => p.who)).range([left, width - 10]).padding(0.2);
+  const low = Math.min(0, ...numbers.map((p) => p.n)), high = Math.max(0, ...numbers.map((p) => p.n));
+  const y = d3.scaleLinear().domain([low, high === low ? low + 1 : high]).nice().range([height - bottom, 10]);
+  const box = el('figure', { class: 'numbers-chart', 'aria-hidden': 'true' });
+  const svg = d3.select(box).append('svg').attr('width', width).attr('height', height);
+  svg.append('g').attr('transform', `translate(${left},0)`).call(d3.axisLeft(y).ticks(4));
+  svg.append('g').attr('transform', `translate(0,${y(0)})`).call(d3.axisBottom(x).tickSize(0).tickFormat(() => ''));
+  svg.selectAll('rect').data(numbers).join('rect')
+    .attr('x', (p) => x(p.who)).attr('width', x.bandwidth())
+    .attr('y', (p) => y(Math.max(0, p.n))).attr('height', (p) => Math.abs(y(p.n) - y(0)))
+    .attr('class', 'bar')
+    .append('title').text((p) => `${p.who}: ${expression} = ${p.n}`);
+  box.append(el('figcaption', { text: `${expression} by rank` }));
+  return box;
+}
 
 // -- one capture, opened --------------------------------------------------------------------
 

@@ -5,6 +5,8 @@
 
 const records = new Map();
 let events = null;
+// The token the page is logged in with (GET /api/v1/me): what it may not do is disabled.
+let me = { name: '', role: 'view', runs_code: false };
 
 const $ = (id) => document.getElementById(id);
 
@@ -110,19 +112,23 @@ function showHang(verdict) {
   $('hang-text').textContent = `Job ${first.job} looks hung: ${first.summary}` +
     (stragglers ? `. Straggler: ${stragglers}` : '');
   $('hang-stacks').dataset.job = first.job;
+  $('hang-collectives').hidden = !first.collective; // torch.distributed jobs only
   // The report outlives the job: the whole of it, as one archive.
   const report = $('hang-report');
   report.hidden = !first.report;
   report.href = `/api/v1/hangs/${encodeURIComponent(first.job)}/report.tar.gz`;
 }
 
-$('hang-stacks').addEventListener('click', () => {
+function showHungJob(tab) {
   const job = $('hang-stacks').dataset.job;
   const select = $('job-filter');
   if (![...select.options].some((o) => o.value === job)) select.append(el('option', { value: job, text: job }));
   select.value = job;
-  selectTab('stacks');
-});
+  selectTab(tab);
+}
+
+$('hang-stacks').addEventListener('click', () => showHungJob('stacks'));
+$('hang-collectives').addEventListener('click', () => showHungJob('hangs'));
 
 function since(seconds) {
   const s = Math.max(0, Math.floor(Date.now() / 1000 - seconds));
@@ -149,6 +155,10 @@ function workerRow(record) {
   const state = runningLive ? 'running (live)' : record.state;
   const what = record.exception ? `${record.exception.type}: ${record.exception.message}` : '';
   const actions = el('td');
+  if (record.state === 'paused' || runningLive) {
+    actions.append(el('button', { type: 'button', text: 'Open', 'aria-label': `Open ${taskName(record)} ${record.id}`,
+      onclick: () => openWorker(record) })); // worker.js
+  }
   if (record.state === 'paused') {
     actions.append(el('button', { type: 'button', text: 'Continue', 'aria-label': `Continue ${taskName(record)} ${record.id}`,
       onclick: (e) => act(e.target, 'POST', `/api/v1/breakpoints/${encodeURIComponent(record.id)}/continue`, {}) }));
@@ -156,7 +166,8 @@ function workerRow(record) {
     actions.append(el('button', { type: 'button', text: 'Pause', 'aria-label': `Pause ${taskName(record)} ${record.id}`,
       onclick: (e) => act(e.target, 'POST', `/api/v1/workers/${encodeURIComponent(record.id)}/pause`, {}) }));
   }
-  return el('tr', { 'data-worker': record.id },
+  const find = [record.id, taskName(record), where ? where.path : '', record.node_ip || '', state].join(' ').toLowerCase();
+  return el('tr', { 'data-worker': record.id, 'data-find': find },
     el('td', { class: 'mono', text: record.id }),
     el('td', { text: (record.parent ? '└ ' : '') + taskName(record),
       title: record.parent ? `child process of ${record.parent}` : '' }),
@@ -192,8 +203,10 @@ function renderWorkers() {
     const head = el('tr', {}, ...['Id', 'Task', 'Where', 'Function', 'Node', 'Pid', 'State', 'Paused for',
       'Clients', 'Exception', ''].map((name) => el('th', { scope: 'col', text: name })));
     jobs.append(el('section', { class: 'job', 'aria-label': job ? `Job ${job}` : 'Job not known yet' }, heading,
-      el('table', {}, el('thead', {}, head), el('tbody', {}, ...underParents(members).map(workerRow)))));
+      el('table', {}, el('thead', {}, head), el('tbody', {}, ...underParents(members).map(workerRow))),
+      el('p', { class: 'more-rows muted', hidden: '' })));
   }
+  applyFilter();
   $('empty').hidden = records.size > 0;
   const select = $('job-filter');
   const chosen = select.value;
@@ -203,6 +216,28 @@ function renderWorkers() {
   const held = [...records.values()].filter((r) => r.state === 'paused').length;
   setStatus(`${held} paused worker${held === 1 ? '' : 's'}`);
 }
+
+// The Find box: rows whose id, task, rank, file, node or state hold every word typed. Rows are
+// only hidden, never re-drawn, and a job shows its first ROWS_SHOWN matches (the rest are
+// counted): with 1,000 workers a keystroke lays out 100 rows, not a thousand.
+const ROWS_SHOWN = 100;
+
+function applyFilter() {
+  const words = $('worker-find').value.toLowerCase().split(/\s+/).filter(Boolean);
+  for (const section of $('jobs').querySelectorAll('section.job')) {
+    let matches = 0;
+    for (const row of section.querySelectorAll('tr[data-find]')) {
+      const match = words.every((word) => row.dataset.find.includes(word));
+      if (match) matches += 1;
+      row.hidden = !match || matches > ROWS_SHOWN;
+    }
+    const more = section.querySelector('.more-rows');
+    more.hidden = matches <= ROWS_SHOWN;
+    more.textContent = `${matches - ROWS_SHOWN} more match: narrow Find to see them`;
+  }
+}
+
+$('worker-find').addEventListener('input', applyFilter);
 
 setInterval(() => {
   for (const cell of document.querySelectorAll('[data-since]')) cell.textContent = since(Number(cell.dataset.since));
@@ -298,21 +333,40 @@ function frameLabel(node) {
 
 function showWorkersOf(node, button) {
   for (const pressed of document.querySelectorAll('.frame[aria-pressed="true"]')) pressed.setAttribute('aria-pressed', 'false');
-  button.setAttribute('aria-pressed', 'true');
-  $('stack-workers').replaceChildren(el('h3', { text: `${frameLabel(node)}: ${node.workers.length} workers` }),
+  if (button) button.setAttribute('aria-pressed', 'true');
+  $('stack-workers').replaceChildren(el('h3', { text: `${frameLabel(node)}: ${node.workers.length} worker${node.workers.length === 1 ? '' : 's'}` }),
     el('ul', {}, ...node.workers.map((id) => {
       const record = records.get(id);
-      return el('li', { class: 'mono', text: record ? `${id}  ${taskName(record)}  pid ${record.pid} on ${record.node_ip}` : id });
+      if (!record) return el('li', { class: 'mono', text: id });
+      return el('li', { class: 'mono' }, `${id}  ${taskName(record)}  pid ${record.pid} on ${record.node_ip}  `,
+        el('button', { type: 'button', text: 'Open', 'aria-label': `Open ${taskName(record)} ${id}`,
+          onclick: () => openWorker(record) })); // worker.js
     })));
 }
 
-function stackBranch(node) {
-  const count = `${node.workers.length} worker${node.workers.length === 1 ? '' : 's'}`;
+// The workers a hang verdict blames (its stragglers, and the ranks its collective verdict
+// names), in the jobs the filter shows.
+function stragglerIds() {
+  const job = $('job-filter').value;
+  const ids = new Set();
+  for (const verdict of hungJobs.values()) {
+    if (job && verdict.job !== job) continue;
+    for (const straggler of verdict.stragglers) ids.add(straggler.worker);
+    for (const member of (verdict.collective && verdict.collective.members) || []) {
+      if (member.worker) ids.add(member.worker);
+    }
+  }
+  return ids;
+}
+
+function stackBranch(node, stragglers) {
+  const count = `${node.workers.length} worker${node.workers.length === 1 ? '' : 's'}` +
+    (node.workers.every((id) => stragglers.has(id)) ? ', straggler' : '');
   const button = el('button', { type: 'button', class: 'frame', 'aria-pressed': 'false', title: node.path },
     el('span', { class: 'mono', text: frameLabel(node) }), el('span', { class: 'count', text: count }));
   button.addEventListener('click', () => showWorkersOf(node, button));
   const item = el('li', {}, button);
-  if (node.children.length) item.append(el('ul', {}, ...node.children.map(stackBranch)));
+  if (node.children.length) item.append(el('ul', {}, ...node.children.map((child) => stackBranch(child, stragglers))));
   return item;
 }
 
@@ -322,8 +376,12 @@ async function loadStacks() {
   $('stack-workers').replaceChildren();
   try {
     const query = new URLSearchParams(currentFilter());
+    if ($('stacks-locals').checked) query.set('locals', '1');
     const answer = await api('GET', `/api/v1/stacks?${query}`);
-    const parts = [el('ul', { role: 'tree', 'aria-label': 'Merged stacks' }, ...answer.tree.children.map(stackBranch))];
+    const stragglers = stragglerIds();
+    drawStacksChart(answer.tree, stragglers); // stacks-chart.js
+    const parts = [el('ul', { role: 'tree', 'aria-label': 'Merged stacks' },
+      ...answer.tree.children.map((child) => stackBranch(child, stragglers)))];
     if (!answer.tree.children.length) parts.push(el('p', { text: 'No paused worker to read.' }));
     for (const failure of answer.failed) parts.push(el('p', { class: 'error', text: `${failure.id}: ${failure.reason}` }));
     tree.replaceChildren(...parts);
@@ -332,7 +390,7 @@ async function loadStacks() {
   }
 }
 
-const TABS = ['workers', 'stacks', 'captures'];
+const TABS = ['workers', 'stacks', 'hangs', 'captures'];
 
 function selectTab(name) {
   for (const tab of TABS) {
@@ -340,17 +398,19 @@ function selectTab(name) {
     $(`panel-${tab}`).hidden = tab !== name;
   }
   if (name === 'stacks') loadStacks();
+  if (name === 'hangs') loadHangs(); // hang-grid.js
   if (name === 'captures') loadCaptures(); // captures.js
 }
 
 for (const tab of TABS) $(`tab-${tab}`).addEventListener('click', () => selectTab(tab));
 $('refresh-stacks').addEventListener('click', loadStacks);
+$('refresh-hangs').addEventListener('click', () => loadHangs()); // hang-grid.js
 
 // -- start ------------------------------------------------------------------------------------
 
 async function start() {
   try {
-    await api('GET', '/api/v1/breakpoints');
+    me = await api('GET', '/api/v1/me');
   } catch (error) {
     if (error.status === 401) return showLogin();
     setStatus(`cannot reach the bridge: ${error.message}; retrying`);
@@ -360,6 +420,7 @@ async function start() {
   $('login').hidden = true;
   $('app').hidden = false;
   $('logout').hidden = false;
+  $('status').title = `logged in as ${me.name} (${me.role})`;
   stopWatching();
   watch();
 }

@@ -256,6 +256,21 @@ async def look_in_the_page(
     compared = page.get_by_role("table", name=f"Captured self.rank at {point['id']}")
     await expect(compared.locator("tbody tr")).to_have_count(4)
     assert await compared.locator("td.value").all_inner_texts() == ["0", "1", "2", "3"]
+    bars = page.locator("#compare-results .numbers-chart rect.bar")
+    await expect(bars).to_have_count(4)
+    assert await bars.last.locator("title").text_content() == "rank 3: self.rank = 3"
+
+    # A capture in the worker view, read-only: its stop marked, its locals, nothing to move.
+    await mine.first.get_by_role("button", name=re.compile(r"^Debug view of cap-")).click()
+    await expect(page.locator("#worker-source [aria-current]")).to_contain_text(
+        "# BREAK step", timeout=20_000
+    )
+    variables = page.get_by_role("tree", name="Variables")
+    await expect(variables.locator('[data-name="step"]')).to_be_visible()
+    for name in ("Continue", "Step over"):
+        await expect(page.get_by_role("button", name=name, exact=True)).to_be_disabled()
+    await page.get_by_role("button", name="Back to the list").click()
+    await page.get_by_role("tab", name="Captures").click()
 
     # A point set from the page, then cleared there; the DAP session's own cannot be.
     await page.get_by_label("Path", exact=True).fill(SCRIPT)

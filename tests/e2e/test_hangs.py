@@ -15,6 +15,7 @@ import ast
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -42,6 +43,7 @@ from tests.e2e.conftest import (
     stop_job,
 )
 from tests.e2e.test_websockets import ws
+from tests.waiting import until as until_async
 from tests.waiting import wait_until
 
 HANG_AFTER = 4.0
@@ -89,7 +91,11 @@ def until(check: Any, timeout: float, what: str, bridge: BridgeProcess) -> Any:
 
 
 async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
-    watching_bridge: BridgeProcess, gloo_job: Job, dap_connect: Connect, browser: object
+    watching_bridge: BridgeProcess,
+    gloo_job: Job,
+    dap_connect: Connect,
+    browser: object,
+    tmp_path: Path,
 ) -> None:
     require_ptrace()
     bridge, job = watching_bridge, gloo_job
@@ -191,6 +197,32 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
     await page.get_by_role("button", name="Show stacks").click()
     merged = page.get_by_role("tree", name="Merged stacks")
     await expect(merged).to_contain_text("all_reduce", timeout=60_000)
+    # The icicle chart: a frame as wide as its ranks; the frame only the straggler is in is red
+    # and named so on hover; a click lists its ranks.
+    chart = page.locator("#stacks-chart svg")
+    reduce_frame = chart.locator("g.frame", has=page.locator("title", has_text="all_reduce ("))
+    await expect(reduce_frame.locator("title")).to_contain_text(
+        "3 workers (rank 0, rank 1, rank 2)"
+    )
+    stray = chart.locator("g.frame", has=page.locator("title", has_text="fetch_batch ("))
+    await expect(stray.locator("title")).to_contain_text("straggler: rank 3")
+    assert await stray.locator("rect").get_attribute("fill") == "#cf222e"
+    assert await reduce_frame.locator("rect").get_attribute("fill") != "#cf222e"
+
+    async def in_proportion() -> bool:  # once the chart's 250 ms entrance is over
+        frames = (reduce_frame, stray)
+        widths = [float(await f.locator("rect").get_attribute("width") or 0) for f in frames]
+        return widths[1] > 0 and widths[0] == pytest.approx(3 * widths[1], rel=0.01)
+
+    await until_async(in_proportion, timeout=10, every=0.1, what="frames as wide as their ranks")
+    await expect(merged.get_by_role("button", name=re.compile("fetch_batch"))).to_contain_text(
+        "1 worker, straggler"
+    )
+    screenshots = Path(os.environ.get("RAYDAP_SCREENSHOTS", tmp_path))
+    await page.screenshot(path=str(screenshots / "web-stacks-chart.png"))
+    await stray.click()
+    await expect(page.locator("#stack-workers li")).to_have_count(1)
+    await expect(page.locator("#stack-workers")).to_contain_text(straggler_id)
     await page.close()
 
     # Pause rank 0, inside all_reduce: answered at once, pending, saying where it waits
@@ -399,6 +431,24 @@ async def test_a_skipped_all_reduce_names_the_rank_that_never_joined_and_a_repor
     await expect(alert).to_contain_text("ranks 0, 1, 3 wait for all_reduce #6 (called at")
     link = alert.get_by_role("link", name="Download report")
     assert await link.get_attribute("href") == f"/api/v1/hangs/{job.job_id}/report.tar.gz"
+    # The grid: ranks 0, 1, 3 wait in #6 (rows of agreeing ranks are shared); rank 2's #6 is
+    # the marked gap
+    await page.get_by_role("tab", name="Hangs").click()
+    grid = page.get_by_role("table", name=f"Collectives of job {job.job_id}, default_pg (gloo)")
+    skipped = grid.locator('tr[data-ranks="2"] td')
+    await expect(skipped.last).to_have_text("missing", timeout=20_000)
+    columns = await grid.locator("thead th").all_inner_texts()
+    assert columns[-1] == "#6" and columns[0] == "Ranks"
+    for rank in (0, 1, 3):
+        await expect(grid.locator(f'tr[data-ranks~="{rank}"] td').last).to_have_text("all_reduce")
+    assert await skipped.last.get_attribute("data-mark") == "missing"
+    await expect(skipped.nth(-2)).to_have_text("all_reduce")  # #5, its last
+    assert await grid.locator("[data-mark]").count() == 1
+    section = page.get_by_role("region", name=f"Job {job.job_id} collectives")
+    await expect(section).to_contain_text("rank 2 never joined")
+    await expect(section.get_by_role("link", name="Download report")).to_be_visible()
+    screenshots = Path(os.environ.get("RAYDAP_SCREENSHOTS", tmp_path))
+    await page.screenshot(path=str(screenshots / "web-hang-grid.png"))
     await page.close()
 
     # After the job: the report stays, `raydap hangs --report` reads it, and saves it whole
@@ -419,8 +469,8 @@ async def test_a_skipped_all_reduce_names_the_rank_that_never_joined_and_a_repor
         assert {Path(n).name for n in tar.getnames()} >= {"verdict.json", "rank_2"}
 
 
-def test_another_op_at_the_same_number_is_named_with_its_call_site(
-    watching_bridge: BridgeProcess, collective_job: Any
+async def test_another_op_at_the_same_number_is_named_with_its_call_site(
+    watching_bridge: BridgeProcess, collective_job: Any, browser: object
 ) -> None:
     bridge = watching_bridge
     job = collective_job("mismatch")
@@ -441,6 +491,20 @@ def test_another_op_at_the_same_number_is_named_with_its_call_site(
     assert (first["rank"], first["line"]) == (1, line)
     said = analyzed(verdict["report"])
     assert "Culprit rank 1" in said and "broadcast" in said, said
+    # The grid marks rank 1's odd op at #4, and nothing else
+    grid = bridge.get(f"/api/v1/hangs/{job.job_id}/grid")
+    assert grid["seq"] == 4 and [1] in [row["ranks"] for row in grid["rows"]]
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    page = await browser.new_page()
+    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    await page.get_by_role("tab", name="Hangs").click()
+    table = page.get_by_role("table", name=re.compile(rf"^Collectives of job {job.job_id},"))
+    odd_cell = table.locator('tr[data-ranks="1"] td[data-mark="mismatch"]')
+    await expect(odd_cell).to_have_text("broadcast (odd)", timeout=20_000)
+    assert await table.locator("[data-mark]").count() == 1
+    await page.close()
 
 
 def test_a_progressing_job_is_never_called_hung(

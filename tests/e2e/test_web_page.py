@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import BridgeProcess, Job, break_line
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -113,3 +114,117 @@ async def test_the_page_shows_live_ranks_running_and_pauses_them(
         .click()
     )
     assert job.result() == "[7, 17]"
+
+
+async def test_the_worker_view_shows_source_stack_and_variables_evaluates_steps_and_continues(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], browser: object, tmp_path: Path
+) -> None:
+    """A paused task opened in the page: its source read on its node with the stop marked, its
+    frames, its locals (markup shown as text), the console in an outer frame, a step over,
+    then Continue, with a second tab following along."""
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    job = run_job("worker_view.py")
+    [record] = bridge.wait_records(job.job_id)
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    page = await context.new_page()
+    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    await page.get_by_role("button", name=re.compile(rf"^Open .* {record['id']}$")).click()
+
+    source = page.get_by_role("list", name="Source of checksum")
+    current = source.locator("[aria-current]")
+    await expect(current).to_have_text(
+        re.compile(r"breakpoint\(\)\s+# BREAK checksum"), timeout=20_000
+    )
+    assert await current.get_attribute("data-line") == str(break_line("worker_view.py", "checksum"))
+    await expect(source.locator(".token.keyword").first).to_be_visible()  # highlighted
+    variables = page.get_by_role("tree", name="Variables")
+    await expect(variables.locator('[data-name="secret"]')).to_have_text("secret = 49")
+    label = variables.locator('[data-name="label"] .value')
+    await expect(label).to_have_text("'<img src=x onerror=alert(1)><b>bold</b>'")
+    await variables.get_by_role("button", name="values", exact=True).click()
+    items = variables.locator('[data-name="values"] [role="group"] [role="treeitem"]')
+    await expect(items.filter(has_text="42")).to_have_count(1, timeout=10_000)
+    screenshots = Path(os.environ.get("RAYDAP_SCREENSHOTS", tmp_path))
+    await page.screenshot(path=str(screenshots / "web-worker.png"))
+
+    # A second tab on the same worker follows what the first one does.
+    second = await context.new_page()
+    await second.goto(bridge.url + "/")
+    await second.get_by_role("button", name=re.compile(rf"^Open .* {record['id']}$")).click()
+    await expect(second.locator("#worker-source [aria-current]")).to_contain_text(
+        "BREAK checksum", timeout=20_000
+    )
+
+    # The outer frame: its line marked, its locals; the console evaluates there, with history.
+    await page.get_by_role("button", name=re.compile(r"^outer\b")).click()
+    await expect(
+        page.get_by_role("list", name="Source of outer").locator("[aria-current]")
+    ).to_contain_text("CALLS checksum", timeout=10_000)
+    await expect(variables.locator('[data-name="name"] .value')).to_have_text(
+        "'<script>alert(1)</script>'"
+    )
+    console = page.get_by_label("Console", exact=True)
+    await console.fill("values[1] - 2 * values[0]")
+    await console.press("Enter")
+    await expect(page.locator("#worker-output .result")).to_have_text(["28"], timeout=10_000)
+    await console.press("ArrowUp")
+    await expect(console).to_have_value("values[1] - 2 * values[0]")
+    assert await page.locator("img, b, script:not([src])").count() == 0  # markup stayed text
+
+    # Step over (from the stop's own frame): the marked line moves, in both tabs.
+    await page.get_by_role("button", name=re.compile(r"^checksum\b")).click()
+    await page.get_by_role("button", name="Step over").click()
+    after = str(break_line("worker_view.py", "checksum") + 1)
+    for tab in (page, second):
+        await expect(tab.locator("#worker-source [aria-current]")).to_have_attribute(
+            "data-line", after, timeout=20_000
+        )
+    await page.get_by_role("button", name="Continue", exact=True).click()
+    assert job.result() == "98"
+    await context.close()
+
+
+async def test_a_breakpoint_set_in_the_gutter_of_a_live_rank_stops_every_rank(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], browser: object
+) -> None:
+    """A live job's rank opened while it runs, paused from the view, a breakpoint set in its
+    source's gutter: on Continue, both ranks stop at that line."""
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    job = run_job("live_ranks.py")
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    ranks = page.get_by_role("region", name=f"Job {job.job_id}").locator("tbody tr")
+    running = ranks.filter(has_text="running (live)").filter(has_text="Rank.run")
+    await expect(running).to_have_count(2, timeout=30_000)
+    await running.first.get_by_role("button", name=re.compile(r"^Open ")).click()
+    await expect(page.locator("#worker-state")).to_have_text("running", timeout=20_000)
+    await page.get_by_role("button", name="Pause", exact=True).click()
+    source = page.get_by_role("list", name="Source of run")
+    await expect(source.locator("[aria-current]")).to_have_count(1, timeout=20_000)
+
+    line = break_line("live_ranks.py", "loop")
+    gutter = page.get_by_role("button", name=f"Breakpoint at line {line}", exact=True)
+    await gutter.click()
+    await expect(gutter).to_have_attribute("aria-pressed", "true")
+    await expect(page.locator("#worker-output")).to_contain_text("2 live workers", timeout=20_000)
+    await page.get_by_role("button", name="Continue", exact=True).click()
+
+    def both_at_the_line() -> list[dict[str, object]] | None:
+        at = [r for r in bridge.records(job.job_id) if r["state"] == "paused"
+              and r["location"] and r["location"]["line"] == line]  # fmt: skip
+        return at if len(at) == 2 else None
+
+    await until(both_at_the_line, timeout=30, every=0.2, what="both ranks at the gutter's line")
+    await expect(source.locator("[aria-current]")).to_have_attribute("data-line", str(line))
+    await gutter.click()  # cleared: the ranks run on once let go
+    await expect(gutter).to_have_attribute("aria-pressed", "false")
+    await expect(page.locator("#worker-output")).to_contain_text("lines none", timeout=20_000)
+    bridge.post("/api/v1/evaluate", {"expression": "setattr(self, 'finish', 7) or 0",
+                                     "filter": {"job": job.job_id}})  # fmt: skip
+    bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
+    assert job.result() == "[7, 17]"
+    await page.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import BridgeProcess, start_bridge, stop_bridge
+from tests.e2e.conftest import browser as browser  # Chromium, for the page's view-token test
 
 ROOT = Path(__file__).resolve().parents[4]
 

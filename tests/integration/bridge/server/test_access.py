@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import ssl
 import subprocess
 import sys
@@ -63,6 +64,13 @@ def test_http_needs_a_token_and_view_tokens_only_look(secured: BridgeProcess) ->
     assert get(secured, "/api/v1/breakpoints", BOB) == 200
     assert get(secured, f"/api/v1/breakpoints/{rid}/continue", BOB, b"{}") == 403
     assert get(secured, "/api/v1/evaluate", BOB, b'{"expression": "1"}') == 403
+    bob = {"name": "bob", "role": "view", "runs_code": False}
+    alice = {"name": "alice", "role": "debug", "runs_code": True}
+    for secret, who in ((BOB, bob), (ALICE, alice)):
+        request = urllib.request.Request(secured.url + "/api/v1/me")
+        request.add_header("Authorization", f"Bearer {secret}")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert json.loads(answer.read()) == who  # what the page disables by
 
 
 async def test_dap_attach_checks_the_token_before_anything_reaches_a_worker(
@@ -253,3 +261,35 @@ def test_the_legacy_pdb_relay_needs_a_debug_token_and_a_legacy_breakpoint(
     assert get(secured, f"/pdb?breakpoint={rid}", BOB) == 403
     assert get(secured, f"/pdb?breakpoint={rid}", ALICE) == 400  # a debugpy worker
     assert get(secured, "/pdb?breakpoint=pdb-00000000", ALICE) == 404
+
+
+async def test_a_view_token_sees_the_worker_view_with_everything_that_runs_code_disabled(
+    secured: BridgeProcess, browser: object
+) -> None:
+    """In the page, bob (view) reads the paused worker's source, stack and locals; its controls
+    and console are disabled, and what the page would send is refused by the bridge."""
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    rid = record_id(secured)
+    page = await browser.new_page()
+    await page.goto(f"{secured.url}/?token={BOB}")
+    await page.get_by_role("button", name=re.compile(rf"^Open .* {rid}$")).click()
+    payload = page.get_by_role("tree", name="Variables").locator('[data-name="payload"]')
+    await expect(payload).to_be_visible(timeout=20_000)
+    # debugpy.breakpoint() stops at the line after it
+    await expect(page.locator("#worker-source [aria-current]")).to_contain_text("time.sleep(0.05)")
+    for name in ("Continue", "Pause", "Step over", "Step in", "Step out", "Evaluate"):
+        await expect(page.get_by_role("button", name=name, exact=True)).to_be_disabled()
+    await expect(page.get_by_label("Console", exact=True)).to_be_disabled()
+    refused = await page.evaluate(
+        """async (id) => [
+            (await fetch('/api/v1/evaluate', {method: 'POST', headers: {'Content-Type':
+              'application/json'}, body: JSON.stringify({expression: '1'})})).status,
+            (await fetch(`/api/v1/breakpoints/${id}/continue`, {method: 'POST', headers:
+              {'Content-Type': 'application/json'}, body: '{}'})).status]""",
+        rid,
+    )
+    assert refused == [403, 403]
+    await page.close()
+    assert record_id(secured) == rid  # still paused
