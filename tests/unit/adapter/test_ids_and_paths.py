@@ -45,10 +45,11 @@ def test_explicit_path_mappings_win_and_need_a_whole_component() -> None:
     assert paths.to_worker("w", "/src/main.py") == "/app/main.py"
 
 
-def test_only_unmapped_package_paths_are_unopenable() -> None:
-    assert PathMapper().is_unmapped_package_path(f"{PKG}/a.py")
-    assert not PathMapper().is_unmapped_package_path("/usr/lib/python3/os.py")
-    assert not PathMapper(local_root="/src").is_unmapped_package_path(f"{PKG}/a.py")
+def test_only_unmapped_package_paths_are_unopenable_unless_the_client_has_no_files() -> None:
+    assert PathMapper().cannot_open(f"{PKG}/a.py")
+    assert not PathMapper().cannot_open("/usr/lib/python3/os.py")
+    assert not PathMapper(local_root="/src").cannot_open(f"{PKG}/a.py")
+    assert PathMapper(remote_sources=True).cannot_open("/usr/lib/python3/os.py")
 
 
 def test_every_source_object_in_a_body_is_rewritten() -> None:
