@@ -18,17 +18,20 @@ STAMP      := $(VENV)/.installed
 # real one on each other version found here: what differs between Pythons. That is the code
 # that runs inside workers (the unit tests, with every in-worker expression and private hook
 # checked), the adapter against a real debugpy of that Python (tests/integration/adapter), and
-# the end-to-end core (a real Ray head, bridge and workers: paused, live, followed, stacks and
-# child processes). `MATRIX=` skips it; in CI a missing one fails. The bridge's own server
-# integration tests (HTTP, MCP, WebSockets, limits, load) run on PYTHON only: aiohttp and asyncio
-# code that is the same on every version, and the end-to-end core runs a real bridge on each.
-# The DAP fuzz (random traffic, 12 s) runs on PYTHON only, for the same reason.
+# the end-to-end tests marked `every_python` (a real Ray head, bridge and workers: stops by
+# breakpoint(), post-mortem, successive and legacy pdb, live workers' editor breakpoints, pause,
+# set_trace and failed tasks, a followed group, child processes, stacks read and a rank paused
+# from outside). `MATRIX=` skips it; in CI a missing one fails. What the bridge and the clients
+# do with those stops (sharing sessions, restarts, ids, the CLI, the terminal debugger, path
+# mapping), the bridge's own server integration tests (HTTP, MCP, WebSockets, limits, load) and
+# the DAP fuzz run on PYTHON only: the same asyncio code on every version.
 MATRIX       ?= 3.10 3.11 3.12 3.13
 MATRIX_TESTS := tests/unit tests/integration/adapter tests/e2e/test_bridge.py tests/e2e/test_live.py \
                 tests/e2e/test_follow.py tests/e2e/test_stacks_and_pause.py tests/e2e/test_children.py \
+                -m 'not e2e or every_python' \
                 --deselect tests/integration/adapter/test_fuzz_sessions.py::test_random_traffic_gets_valid_replies_and_harms_nobody
 
-.PHONY: run test setup lanes lane-head lane-side suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-page bench-soak clean ext-check web-check web-vendor vsix e2e-tools screenshots \
+.PHONY: run test setup lanes lane-head lane-side side-checks side-matrix suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-page bench-soak clean ext-check web-check web-vendor vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -82,43 +85,55 @@ run: $(RUN_STAMP)
 ## npm mostly wait on the network and the disk, so side by side they take little more than
 ## the longest of them).
 ## Then two lanes run side by side, each one's output whole when it ends: an end-to-end test
-## often waits (for Ray, for a worker to stop), which the other lane fills.
+## often waits (for Ray, for a worker to stop), which the other lane fills. code-server, the
+## longest install (about 4 minutes, most of it compiling), is built beside them: only the
+## editor tests need it, and they run last in the second lane.
 ## (Three lanes were tried twice. The second time, on their own, the matrix's first Python took
 ## 9:24 rather than 4:47 and the load average passed 10: the cores are busy, though `time`
 ## counts half of them idle, since it never sees Ray's daemons, which are not its children.)
 test:
 	@$(MAKE) --no-print-directory -j8 --output-sync=target setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=target lanes
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lanes
 
 # How many of the slowest tests each suite names (`DURATIONS=0`: every one, to balance the lanes).
 DURATIONS ?= 15
-# The lanes end about together: the whole suite on PYTHON but its tail (a soak, the benchmarks'
-# smoke run, and `make run` tried from empty homes: about 8 minutes); beside it, the static
-# checks, the matrix on the other Pythons, then the tail.
-SUITE_TAIL := tests/e2e/test_soak.py tests/e2e/test_bench_smoke.py tests/e2e/test_first_run.py
+# The lanes end about together: the whole suite on PYTHON but its tail; beside it, the static
+# checks, the matrix on the other Pythons, then the tail: a soak, the benchmarks' smoke run,
+# `make run` tried from empty homes and the editor tests (VS Code in code-server).
+SUITE_TAIL := tests/e2e/test_soak.py tests/e2e/test_bench_smoke.py tests/e2e/test_first_run.py \
+              tests/e2e/test_vscode_extension.py
 OTHER_PYTHONS := $(filter-out $(PYVER),$(MATRIX))
 
-lanes: lane-head lane-side
+# One make graph, no make inside another for code-server: the tail waits for it and for the
+# matrix, and nothing builds it twice.
+lanes: lane-head lane-side $(CODE_SERVER)
 
 lane-head: suite-head
 
-lane-side:
+lane-side: suite-tail
+
+side-checks: $(STAMP)
 	@$(MAKE) --no-print-directory lint typecheck ext-check web-check
+
+side-matrix: side-checks
 	@$(MAKE) --no-print-directory matrix
-	@$(MAKE) --no-print-directory suite-tail
 
 suite-head: $(STAMP)
 	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=$(DURATIONS) \
 		$(addprefix --ignore=,$(SUITE_TAIL))
 
-suite-tail: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) $(SUITE_TAIL)
+suite-tail: $(STAMP) side-matrix $(CODE_SERVER)
+	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		--durations=$(DURATIONS) $(SUITE_TAIL)
 
 ## The whole suite on PYTHON (the editors' tests must run: a missing tool fails them).
 suite: $(STAMP)
 	RAYDAP_REQUIRE_EDITOR_TESTS=1 $(BIN)/python -m pytest -q --durations=15
 
-setup: $(STAMP) vsix e2e-tools $(addprefix install-python-,$(filter-out $(PYVER),$(MATRIX)))
+# All but code-server, which `make test` builds beside the lanes.
+E2E_QUICK_TOOLS := $(TOOLS)/.apt $(NODE24_DIR)/node_modules/.bin/node $(DAP_CLIENTS) \
+                   $(MCP_INSPECTOR)/.installed
+setup: $(STAMP) vsix $(E2E_QUICK_TOOLS) $(addprefix install-python-,$(filter-out $(PYVER),$(MATRIX)))
 
 # Another Python's venv (the matrix's), installed by a make of its own; in CI a missing one fails.
 install-python-%:
@@ -245,7 +260,7 @@ $(EXT)/raydap.vsix: $(EXT_STAMP) $(wildcard $(EXT)/src/*.ts) $(EXT)/package.json
 
 ## What the editor, terminal and stack tests need: Chromium, tmux and gdb (apt), Node 24, code-server and Microsoft's DebugClient
 ## (npm), under .tools/. (Neovim comes from PyPI with the test extras; nvim-dap from ../shared.)
-e2e-tools: $(TOOLS)/.apt $(CODE_SERVER) $(DAP_CLIENTS) $(MCP_INSPECTOR)/.installed
+e2e-tools: $(E2E_QUICK_TOOLS) $(CODE_SERVER)
 
 $(MCP_INSPECTOR)/.installed:
 	$(NPM_INSTALL) --prefix $(TOOLS)/mcp-inspector @modelcontextprotocol/inspector-cli@1.0.3

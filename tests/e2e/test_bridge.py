@@ -42,6 +42,7 @@ def raydap(bridge: BridgeProcess, *args: str) -> subprocess.CompletedProcess[str
     )  # fmt: skip
 
 
+@pytest.mark.every_python
 async def test_task_breakpoint_is_listed_attached_inspected_and_continued(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
@@ -75,6 +76,7 @@ async def test_task_breakpoint_is_listed_attached_inspected_and_continued(
     await until(lambda: bridge.records(job.job_id) == [], what="the finished worker unlisted")
 
 
+@pytest.mark.every_python
 async def test_successive_breakpoints_in_an_actor_reach_one_session(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
@@ -128,6 +130,7 @@ def bridge_captured_failure(bridge: BridgeProcess, job_id: str) -> list[dict[str
     return wait_until(found, timeout=30, what=f"a post-mortem capture of {job_id}")
 
 
+@pytest.mark.every_python
 async def test_post_mortem_pause_shows_the_exception(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
@@ -155,6 +158,7 @@ async def test_post_mortem_pause_shows_the_exception(
     assert job.result() == "raised ValueError"
 
 
+@pytest.mark.every_python
 async def test_an_error_raised_after_a_stop_reaches_the_caller_as_itself(
     bridge: BridgeProcess, run_job: Callable[[str], Job]
 ) -> None:
@@ -274,6 +278,7 @@ async def test_worker_killed_while_attached_ends_its_session_only(
     assert other_job.result() == "2 5"
 
 
+@pytest.mark.every_python
 async def test_legacy_pdb_breakpoints_are_listed_with_how_to_reach_them(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:

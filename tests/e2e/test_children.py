@@ -111,6 +111,7 @@ async def stops_at(client: DapClient, line: int, count: int) -> list[dict[str, A
     return frames
 
 
+@pytest.mark.every_python
 async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_and_may_die(
     ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, tmp_path: Path
 ) -> None:
@@ -205,6 +206,7 @@ async def test_an_actors_children_stop_at_breakpoints_and_their_own_breakpoint_a
         started.stop()
 
 
+@pytest.mark.every_python
 async def test_dataloader_workers_stop_at_a_breakpoint_set_before_they_started(
     ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect
 ) -> None:
@@ -242,6 +244,7 @@ async def test_dataloader_workers_stop_at_a_breakpoint_set_before_they_started(
         started.stop()
 
 
+@pytest.mark.every_python
 async def test_a_job_that_turns_children_off_runs_them_undebugged(
     ray_head: LocalRay, bridge: BridgeProcess, tmp_path: Path
 ) -> None:

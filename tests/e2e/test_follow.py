@@ -15,6 +15,7 @@ from tests.waiting import until
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.every_python
 async def test_one_session_sees_four_ranks_and_the_group_is_evaluated_and_continued(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:

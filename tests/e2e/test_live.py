@@ -120,6 +120,7 @@ async def finish_every_rank(bridge: BridgeProcess, job: Job) -> None:
     assert await asyncio.to_thread(job.result) == "[3, 13]"
 
 
+@pytest.mark.every_python
 async def test_editor_breakpoints_and_pause_on_ranks_with_no_breakpoint_in_their_code(
     ray_head: LocalRay, bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
@@ -287,6 +288,7 @@ async def test_a_restarted_bridge_holds_live_workers_again_with_their_breakpoint
             stop_bridge(second)
 
 
+@pytest.mark.every_python
 async def test_a_live_workers_post_mortem_stop_shows_the_raising_frame(
     ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, tmp_path: Path
 ) -> None:
@@ -309,6 +311,7 @@ async def test_a_live_workers_post_mortem_stop_shows_the_raising_frame(
         stop_job(job)
 
 
+@pytest.mark.every_python
 async def test_rays_own_set_trace_in_a_live_worker_stops_at_the_users_line(
     ray_head: LocalRay, bridge: BridgeProcess, dap_connect: Connect, tmp_path: Path
 ) -> None:
@@ -336,6 +339,7 @@ async def test_rays_own_set_trace_in_a_live_worker_stops_at_the_users_line(
         stop_job(job)
 
 
+@pytest.mark.every_python
 async def test_a_failed_task_is_captured_and_let_go_unless_its_job_is_followed(
     live_head: LocalRay, tmp_path: Path, dap_connect: Connect
 ) -> None:

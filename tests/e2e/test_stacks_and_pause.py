@@ -44,6 +44,7 @@ def wait_for_stacks(bridge: BridgeProcess, job_id: str, count: int) -> dict[str,
     return wait_until(merged, timeout=60, every=0.3, what=f"stacks of {count} ranks of {job_id}")
 
 
+@pytest.mark.every_python
 async def test_every_ranks_stack_merged_then_a_waiting_rank_paused_from_outside(
     bridge: BridgeProcess, run_job: Callable[[str], Job], dap_connect: Connect
 ) -> None:
