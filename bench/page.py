@@ -11,6 +11,8 @@ W1  the worker view: a click on a paused worker's Open, to its source (the stop'
 W2  the merged stacks chart of 1,000 ranks (simulated: a tree of 1,000 workers over 40
     stacks 12 frames deep, as ``/api/v1/stacks`` gives it, one rank a straggler), drawn by the
     page's own code, to the next painted frame. Target ≤ 1 s.
+W4  a hang's grid of 1,000 ranks that all differ (the worst case: no two rows agree), 8
+    numbers each, drawn by the page's own code. Target ≤ 1 s.
 W3  1,000 listed workers (simulated records, as the events feed gives them, put in the page's
     list): one keystroke in Find, to the next painted frame with the rows it leaves. Target
     ≤ 100 ms. Also the whole list re-drawn, as each change of a record does.
@@ -85,6 +87,23 @@ LIST_WORKERS = """async (size) => {
   return performance.now() - start;
 }"""
 
+DRAW_GRID = """async (size) => {
+  const seqs = [...Array(8).keys()].map((n) => n + 10);
+  const cell = (rank, seq) => (seq === 17 && rank % 3 === 0
+    ? { op: null, done: false, mark: 'missing' }
+    : { op: rank % 2 ? 'all_reduce' : 'broadcast', done: seq < 17, mark: null });
+  const rows = [...Array(size).keys()].map((rank) => ({
+    ranks: [rank], workers: [`w${rank}`], cells: seqs.map((seq) => cell(rank, seq)) }));
+  const grid = { job: '01000000', group_desc: 'default_pg', backend: 'nccl', seq: 17,
+    op: 'all_reduce', summary: 'all_reduce #17 (default_pg): simulated', seqs, rows };
+  document.querySelector('#tab-hangs').click();
+  await new Promise(requestAnimationFrame);
+  const start = performance.now();
+  document.querySelector('#hang-grids').replaceChildren(...hangGrid(grid, null));
+  await new Promise(requestAnimationFrame);
+  return [performance.now() - start, document.querySelectorAll('.hang-grid tbody tr').length];
+}"""
+
 KEYSTROKE = """async (text) => {
   const find = document.querySelector('#worker-find');
   const start = performance.now();
@@ -132,6 +151,9 @@ async def run(smoke: bool) -> dict[str, Any]:
             results["w2_stacks_chart"] = {
                 "ranks": size, "ms": round(drawn, 1), "frames_drawn": frames, "target_ms": 1000,
             }  # fmt: skip
+            drawn, rows = await page.evaluate(DRAW_GRID, size)
+            results["w4_hang_grid"] = {"ranks": size, "rows": rows, "ms": round(drawn, 1),
+                                       "target_ms": 1000}  # fmt: skip
             redrawn = await page.evaluate(LIST_WORKERS, size)
             keys = [await page.evaluate(KEYSTROKE, text) for text in ("5", "51", "train_3", "")]
             results["w3_find"] = {

@@ -387,14 +387,21 @@ async def list_capture_points(request: web.Request) -> web.Response:
     return web.json_response({"points": [p.model_dump(mode="json") for p in points]})
 
 
+def _check_condition(condition: str | None, where: str = "") -> None:
+    """A breakpoint's or capture point's condition must be a Python expression: said now, not
+    by each worker it reaches."""
+    if condition is None:
+        return
+    try:
+        compile(condition, "<condition>", "eval")
+    except SyntaxError as exc:
+        why = f"{where}the condition is not an expression: {exc.msg}"
+        raise _error(web.HTTPBadRequest, why) from None
+
+
 async def set_capture_point(request: web.Request) -> web.Response:
     body: CapturePointBody = await _body(request, CapturePointBody)
-    if body.condition is not None:
-        try:
-            compile(body.condition, "<condition>", "eval")
-        except SyntaxError as exc:
-            why = f"the condition is not an expression: {exc.msg}"
-            raise _error(web.HTTPBadRequest, why) from None
+    _check_condition(body.condition)
     limits = {
         k: v for k in ("interval", "most", "budget_ms") if (v := getattr(body, k)) is not None
     }
@@ -415,12 +422,7 @@ async def set_line_breakpoints(request: web.Request) -> web.Response:
     sends this): they replace what this token set there before, beside every other client's."""
     body: LineBreakpointsBody = await _body(request, LineBreakpointsBody)
     for asked in body.breakpoints:
-        if asked.condition is not None:
-            try:
-                compile(asked.condition, "<condition>", "eval")
-            except SyntaxError as exc:
-                why = f"line {asked.line}: the condition is not an expression: {exc.msg}"
-                raise _error(web.HTTPBadRequest, why) from None
+        _check_condition(asked.condition, f"line {asked.line}: ")
     owner = f"{request[TOKEN].name} (HTTP)"
     conditions = {b.line: b.condition for b in body.breakpoints if b.condition}
     given = await request.app[SERVICES].workers.give_breakpoints(

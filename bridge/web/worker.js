@@ -37,11 +37,14 @@ function workerState(text) {
 }
 
 function setControls(paused) {
-  const allowed = me.runs_code && !(view.record && view.record.capture);
+  const capture = Boolean(view.record && view.record.capture);
+  const allowed = me.runs_code && !capture;
+  const why = capture ? 'a capture is read-only: its worker ran on'
+    : `the token ${me.name} may only look: use a debug token`;
   for (const [command] of CONTROLS) {
     const button = $(`worker-${command}`);
     button.disabled = !allowed || (command === 'pause' ? paused : !paused);
-    button.title = allowed ? '' : `the token ${me.name} may only look: use a debug token`;
+    button.title = allowed ? '' : why;
   }
   const evaluates = me.runs_code; // a capture's console reads captured values, nothing runs
   $('worker-expression').disabled = !evaluates || !paused;
@@ -253,18 +256,27 @@ function showBreakpoints() {
   $('worker-breakpoint').hidden = Boolean(why);
 }
 
-async function toggleBreakpoint(line, condition) {
+// Each change is sent after the one before has been answered: two quick clicks must reach the
+// bridge in the order they were made, and each answer speaks of what its request sent.
+let breakpointsSent = Promise.resolve();
+
+function toggleBreakpoint(line, condition) {
   if (gutterUsable()) return;
   const set = breakpointsHere();
   if (set.has(line) && condition === undefined) set.delete(line);
   else set.set(line, condition || null);
   showBreakpoints();
+  const path = view.shownPath, job = view.record.job_id;
   const breakpoints = [...set].map(([at, when]) => (when ? { line: at, condition: when } : { line: at }));
+  breakpointsSent = breakpointsSent.then(() => sendBreakpoints(path, job, breakpoints));
+}
+
+async function sendBreakpoints(path, job, breakpoints) {
+  const lines = breakpoints.map((b) => b.line).join(', ') || 'none';
   try {
-    const answer = await api('PUT', '/api/v1/line-breakpoints',
-      { path: view.shownPath, job: view.record.job_id, breakpoints });
+    const answer = await api('PUT', '/api/v1/line-breakpoints', { path, job, breakpoints });
     const refused = answer.workers.filter((w) => w.refused);
-    say(`breakpoints in ${view.shownPath.split('/').pop()}: lines ${[...set.keys()].join(', ') || 'none'}, ` +
+    say(`breakpoints in ${path.split('/').pop()}: lines ${lines}, ` +
       `${answer.workers.length - refused.length} live worker${answer.workers.length === 1 ? '' : 's'}` +
       (refused.length ? `; refused by ${refused.map((w) => `${w.id}: ${w.refused}`).join('; ')}` : ''), 'output');
   } catch (error) {

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,21 +84,30 @@ async def test_the_page_shows_four_ranks_merges_their_stacks_evaluates_and_conti
     assert job.result() == "[0, 10, 20, 30]"
 
 
+async def live_ranks_listed(bridge: BridgeProcess, job: Job, browser: object) -> tuple[Any, Any]:
+    """The page logged in, with the two ranks of live_ranks.py listed running: (page, the
+    locator of their rows, running)."""
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    page = await browser.new_page(viewport={"width": 1280, "height": 900})
+    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    ranks = page.get_by_role("region", name=f"Job {job.job_id}").locator("tbody tr")
+    running = ranks.filter(has_text="running (live)").filter(has_text="Rank.run")
+    await expect(running).to_have_count(2, timeout=30_000)
+    return page, running
+
+
 async def test_the_page_shows_live_ranks_running_and_pauses_them(
     bridge: BridgeProcess, run_job: Callable[[str], Job], browser: object
 ) -> None:
     """A live job (raydap.live.setup) with no breakpoint(): its ranks are listed running, and
     the page's Pause stops each where it is."""
-    from playwright.async_api import Browser, expect
+    from playwright.async_api import expect
 
-    assert isinstance(browser, Browser)
     job = run_job("live_ranks.py")
-    page = await browser.new_page(viewport={"width": 1280, "height": 800})
-    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    page, running = await live_ranks_listed(bridge, job, browser)
     ranks = page.get_by_role("region", name=f"Job {job.job_id}").locator("tbody tr")
-    running = ranks.filter(has_text="running (live)").filter(has_text="Rank.run")
-    await expect(running).to_have_count(2, timeout=30_000)
-
     for still_running in (1, 0):
         await running.first.get_by_role("button", name=re.compile(r"^Pause Rank\.run")).click()
         await expect(running).to_have_count(still_running, timeout=30_000)
@@ -189,17 +199,12 @@ async def test_the_worker_view_shows_source_stack_and_variables_evaluates_steps_
 async def test_a_breakpoint_set_in_the_gutter_of_a_live_rank_stops_every_rank(
     bridge: BridgeProcess, run_job: Callable[[str], Job], browser: object
 ) -> None:
-    """A live job's rank opened while it runs, paused from the view, a breakpoint set in its
-    source's gutter: on Continue, both ranks stop at that line."""
-    from playwright.async_api import Browser, expect
+    """A live job's rank opened while it runs and paused from the view; a conditional breakpoint
+    set through the form stops only the rank it names, one set in the gutter stops both."""
+    from playwright.async_api import expect
 
-    assert isinstance(browser, Browser)
     job = run_job("live_ranks.py")
-    page = await browser.new_page(viewport={"width": 1280, "height": 900})
-    await page.goto(f"{bridge.url}/?token={bridge.token}")
-    ranks = page.get_by_role("region", name=f"Job {job.job_id}").locator("tbody tr")
-    running = ranks.filter(has_text="running (live)").filter(has_text="Rank.run")
-    await expect(running).to_have_count(2, timeout=30_000)
+    page, running = await live_ranks_listed(bridge, job, browser)
     await running.first.get_by_role("button", name=re.compile(r"^Open ")).click()
     await expect(page.locator("#worker-state")).to_have_text("running", timeout=20_000)
     await page.get_by_role("button", name="Pause", exact=True).click()
@@ -208,21 +213,41 @@ async def test_a_breakpoint_set_in_the_gutter_of_a_live_rank_stops_every_rank(
 
     line = break_line("live_ranks.py", "loop")
     gutter = page.get_by_role("button", name=f"Breakpoint at line {line}", exact=True)
-    await gutter.click()
+
+    def at_the_line() -> list[dict[str, Any]]:
+        return [r for r in bridge.records(job.job_id) if r["state"] == "paused"
+                and r["location"] and r["location"]["line"] == line]  # fmt: skip
+
+    def running_ranks() -> list[dict[str, Any]]:
+        workers = bridge.get("/api/v1/workers")["workers"]
+        return [w for w in workers if w["job_id"] == job.job_id and w["state"] == "running"]
+
+    # Through the form, a conditional one: only rank 1 stops there, rank 0 runs on.
+    await page.get_by_label("Breakpoint line", exact=True).fill(str(line))
+    await page.get_by_label("if", exact=True).fill("rank == 1")
+    await page.get_by_role("button", name="Set breakpoint").click()
     await expect(gutter).to_have_attribute("aria-pressed", "true")
     await expect(page.locator("#worker-output")).to_contain_text("2 live workers", timeout=20_000)
     await page.get_by_role("button", name="Continue", exact=True).click()
+    [stopped] = await until(lambda: at_the_line() or None, timeout=30, every=0.2,
+                            what="rank 1 at the conditional breakpoint")  # fmt: skip
+    asked = {"expression": "rank", "filter": {"job": job.job_id}}
+    [answer] = bridge.post("/api/v1/evaluate", asked)["results"]
+    assert (answer["id"], answer["result"]) == (stopped["id"], "1")
+    assert len(running_ranks()) == 1  # rank 0, not stopped by it
 
-    def both_at_the_line() -> list[dict[str, object]] | None:
-        at = [r for r in bridge.records(job.job_id) if r["state"] == "paused"
-              and r["location"] and r["location"]["line"] == line]  # fmt: skip
-        return at if len(at) == 2 else None
-
-    await until(both_at_the_line, timeout=30, every=0.2, what="both ranks at the gutter's line")
-    await expect(source.locator("[aria-current]")).to_have_attribute("data-line", str(line))
+    # In the gutter, cleared and set again without a condition: rank 0 stops there too.
+    await gutter.click()
+    await expect(gutter).to_have_attribute("aria-pressed", "false")
+    await gutter.click()
+    await expect(gutter).to_have_attribute("aria-pressed", "true")
+    await until(lambda: len(at_the_line()) == 2, timeout=30, every=0.2,
+                what="both ranks at the gutter's line")  # fmt: skip
+    assert running_ranks() == []
     await gutter.click()  # cleared: the ranks run on once let go
     await expect(gutter).to_have_attribute("aria-pressed", "false")
-    await expect(page.locator("#worker-output")).to_contain_text("lines none", timeout=20_000)
+    cleared = page.locator("#worker-output pre", has_text="lines none")
+    await expect(cleared).to_have_count(2, timeout=20_000)
     bridge.post("/api/v1/evaluate", {"expression": "setattr(self, 'finish', 7) or 0",
                                      "filter": {"job": job.job_id}})  # fmt: skip
     bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
