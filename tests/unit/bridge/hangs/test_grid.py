@@ -1,11 +1,12 @@
-"""A hang's collectives as a grid, from recorders of real gloo ranks (recordings/) and a
-thousand NCCL ranks written as torch writes them."""
+"""A hang's collectives as a grid, from recorders of real gloo ranks and of real NCCL ranks on
+an H100 (recordings/), and a thousand NCCL ranks written as torch writes them."""
 
 from __future__ import annotations
 
 from raydap.bridge.hangs.desync import judge
 from raydap.bridge.hangs.grid import COLUMNS, Cell, build
 from tests.unit.bridge.hangs.test_desync import nccl_entry, nccl_rank, recorded
+from tests.unit.bridge.hangs.test_nccl import dumps_of, replies
 
 
 def test_the_rank_that_never_joined_has_the_marked_empty_cell() -> None:
@@ -46,3 +47,25 @@ def test_a_thousand_ranks_that_agree_are_one_row_and_the_one_missing_stands_apar
     [late] = [row for row in grid.rows if row.ranks == [517]]
     assert late.cells[grid.seqs.index(12)] == Cell(mark="missing")
     assert grid.rows[0].cells[grid.seqs.index(11)] == Cell(op="all_reduce", done=True)
+
+
+def test_nccls_own_recorder_marks_the_rank_of_each_recorded_gpu_hang() -> None:
+    """The grid reads NCCL's Flight Recorder, as the verdict does: each H100 recording's rank
+    is marked where the verdict names it, and the ranks that agree share a row."""
+    marked = {}
+    for case in ("skip", "mismatch", "straggler"):
+        dumps = dumps_of(replies(case))
+        [collective] = judge(dumps)
+        grid = build("01000000", collective, dumps)
+        at = grid.seqs.index(collective.seq)
+        assert grid.seqs[-1] >= collective.seq
+        marked[case] = sorted(
+            (row.ranks, row.cells[at].mark, row.cells[at].op)
+            for row in grid.rows if row.cells[at].mark
+        )  # fmt: skip
+        assert sorted(len(row.ranks) for row in grid.rows) == [1, 3], case
+    assert marked == {
+        "skip": [([2], "missing", None)],
+        "mismatch": [([1], "mismatch", "broadcast")],
+        "straggler": [([3], "missing", None)],
+    }
