@@ -20,7 +20,6 @@ timeouts at once, but a collective they already wait in keeps its own (docs/hang
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import time
@@ -200,7 +199,6 @@ class GroupTimeouts:
                     await self.apply()
                 except Exception:  # never let one rank's answer end the watch
                     log.exception("holding off collective timeouts")
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(changes.get(), every)
+                await changes.next_within(every)
         finally:
             self.holder.registry.unsubscribe(changes)

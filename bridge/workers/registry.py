@@ -8,7 +8,6 @@ falls behind is never dropped silently: it gets a :class:`Resync` and reloads th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ class Subscription:
 
     def __init__(self, limit: int) -> None:
         self._queue: asyncio.Queue[Change | Resync] = asyncio.Queue()
+        self._arrived = asyncio.Event()
         self._limit = limit
         self._behind = False
 
@@ -51,9 +51,25 @@ class Subscription:
     def get_nowait(self) -> Change | Resync:
         return self._taken(self._queue.get_nowait())
 
+    async def next_within(self, timeout: float) -> Change | Resync | None:
+        """The next change, or None after ``timeout`` seconds. Not ``asyncio.wait_for`` on
+        ``get``: on 3.10 and 3.11 it returns the change that comes at the moment its task is
+        cancelled and drops the cancel, which kept a stopping bridge's loop over changes running
+        until it was killed. Here a change is taken only once the wait is over: a cancel leaves
+        it queued."""
+        if self._queue.empty():
+            self._arrived.clear()
+            arrived = asyncio.ensure_future(self._arrived.wait())
+            try:
+                await asyncio.wait({arrived}, timeout=timeout)
+            finally:
+                arrived.cancel()
+        return None if self._queue.empty() else self.get_nowait()
+
     def offer(self, change: Change) -> None:
         if self._behind:
             return  # the records it reloads will have it
+        self._arrived.set()
         if self._queue.qsize() < self._limit:
             self._queue.put_nowait(change)
             return
@@ -136,8 +152,7 @@ class Registry:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(subscription.get(), remaining)
+                await subscription.next_within(remaining)
             return answer
         finally:
             self.unsubscribe(subscription)

@@ -4,8 +4,11 @@ a real Ray job whose rank stops for longer than its timeout: tests/e2e/test_hang
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
+
+import pytest
 
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.group_timeouts import Follows, GroupTimeouts, debugged_jobs, wanted
@@ -164,3 +167,17 @@ async def test_a_bridge_that_stops_does_not_wait_on_a_rank_that_never_answers() 
     ranks[rid] = holder.upstreams[rid] = Stuck()  # type: ignore[assignment]
     await watch.give_back(within=0.2)  # returns, saying so in the log
     assert ranks[rid].given == [None] and ranks[record("01", 1).id].given[-1] is None
+
+
+async def test_a_watch_cancelled_as_a_worker_changes_ends_at_once() -> None:
+    """A bridge stops by cancelling its loops; a change of the records at that moment (as the
+    discovery stopped before it made one) once kept this one running, so the bridge never
+    exited until it was killed (on 3.10 and 3.11, where ``asyncio.wait_for`` drops the cancel)."""
+    holder, _, now, follows, marks = two_jobs()
+    watch = asyncio.create_task(timeouts(holder, now, follows, marks).run(every=60))
+    await asyncio.sleep(0.05)  # it has applied, and waits for a change
+    holder.registry.put(record("03", 0))
+    watch.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(watch, 2)
+    assert holder.registry._subscribers == set()

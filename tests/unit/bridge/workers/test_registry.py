@@ -111,3 +111,21 @@ async def test_until_asks_again_at_each_change_and_gives_up_in_time() -> None:
     assert await registry.until(lambda: None, 0.2) is None
     assert 0.2 <= time.monotonic() - started < 2
     assert registry._subscribers == set()  # nothing left subscribed
+
+
+async def test_the_next_change_comes_in_time_and_a_cancel_at_its_moment_is_kept() -> None:
+    registry = Registry()
+    changes = registry.subscribe()
+    assert await changes.next_within(0.05) is None
+    registry.put(record("a"))
+    change = await changes.next_within(1)
+    assert isinstance(change, Change) and change.record.id == "a"
+
+    waiting = asyncio.create_task(changes.next_within(60))
+    await asyncio.sleep(0.01)
+    registry.put(record("b"))  # the change and the cancel, in one turn of the loop
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    after = await changes.next_within(1)  # not taken by the cancelled wait: still there
+    assert isinstance(after, Change) and after.record.id == "b"
