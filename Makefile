@@ -13,6 +13,9 @@ BIN        := $(VENV)/bin
 # Playwright, Neovim, Ray Train and Serve, torch on 3.11).
 RUN_STAMP  := $(VENV)/.installed-run
 STAMP      := $(VENV)/.installed
+# What the matrix needs on each other Python (the extra test-every-python): no browser, editor,
+# type checker, Ray Train or Serve.
+MATRIX_STAMP := $(VENV)/.installed-every-python
 
 # Every Python raydap supports. `make test` runs the whole suite on PYTHON, beside a reduced but
 # real one on each other version found here: what differs between Pythons. That is the code
@@ -31,7 +34,7 @@ MATRIX_TESTS := tests/unit tests/integration/adapter tests/e2e/test_bridge.py te
                 -m 'not e2e or every_python' \
                 --deselect tests/integration/adapter/test_fuzz_sessions.py::test_random_traffic_gets_valid_replies_and_harms_nobody
 
-.PHONY: run test setup lanes lane-head lane-side side-checks side-matrix suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-page bench-soak clean ext-check web-check web-vendor vsix e2e-tools screenshots \
+.PHONY: run test setup lanes lane-head lane-side side-checks side-matrix suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-page bench-soak clean install-every-python ext-check web-check web-vendor vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -70,7 +73,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) --upgrade pip
 	$(PIP_INSTALL) -e ".[test]"
 	$(BIN)/python -m compileall -q protocol adapter bridge live
-	touch $(RUN_STAMP) $(STAMP)
+	touch $(RUN_STAMP) $(MATRIX_STAMP) $(STAMP)
+
+$(MATRIX_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) -e ".[test-every-python]"
+	$(BIN)/python -m compileall -q protocol adapter bridge live
+	touch $(RUN_STAMP) $(MATRIX_STAMP)
 
 install: $(STAMP)
 
@@ -135,10 +144,11 @@ E2E_QUICK_TOOLS := $(TOOLS)/.apt $(NODE24_DIR)/node_modules/.bin/node $(DAP_CLIE
                    $(MCP_INSPECTOR)/.installed
 setup: $(STAMP) vsix $(E2E_QUICK_TOOLS) $(addprefix install-python-,$(filter-out $(PYVER),$(MATRIX)))
 
-# Another Python's venv (the matrix's), installed by a make of its own; in CI a missing one fails.
+# Another Python's venv (the matrix's, with what its tests need), installed by a make of its own;
+# in CI a missing one fails.
 install-python-%:
 	@if .ci/find-python $* >/dev/null 2>&1; then \
-		$(MAKE) --no-print-directory install PYTHON=$*; \
+		$(MAKE) --no-print-directory install-every-python PYTHON=$*; \
 	elif [ -n "$$CI" ]; then .ci/find-python $*; exit 1; \
 	else echo "matrix: no Python $* here, its tests are skipped"; fi
 
@@ -157,7 +167,9 @@ matrix-%:
 		$(MAKE) --no-print-directory matrix-suite PYTHON=$*; \
 	fi
 
-matrix-suite: $(STAMP)
+install-every-python: $(MATRIX_STAMP)
+
+matrix-suite: $(MATRIX_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=$(DURATIONS) $(MATRIX_TESTS)
 
 lint: $(STAMP)
