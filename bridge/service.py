@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from raydap.adapter import AttachError, State, Upstream, WorkerFeed, in_worker
-from raydap.adapter.breakpoints import Spec, spec_of
+from raydap.adapter.breakpoints import spec_of
 from raydap.adapter.capture_mux import CaptureFeed
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.quirks import exception_line
@@ -354,19 +354,15 @@ class Workers:
         return [{"id": record.id, "result": value}]
 
     async def give_breakpoints(
-        self, owner: str, path: str, lines: list[int], job: str | None,
-        condition: str | None = None, conditions: Mapping[int, str] | None = None,
-    ) -> list[BreakpointsGiven]:  # fmt: skip
-        """``owner``'s breakpoints (``lines``, each with ``condition``, or its own of
-        ``conditions``) in ``path`` for every live held worker of ``job``, merged with other
-        sessions' there by each worker's one owner of its breakpoints; no lines clears
-        ``owner``'s."""
-
-        def spec(line: int) -> Spec:
-            asked = (conditions or {}).get(line, condition)
-            return spec_of({"line": line, **({"condition": asked} if asked else {})})
-
-        specs = [spec(line) for line in dict.fromkeys(lines)]
+        self, owner: str, path: str, lines: Mapping[int, str | None], job: str | None
+    ) -> list[BreakpointsGiven]:
+        """``owner``'s breakpoints in ``path`` (each line with its condition, or None) for every
+        live held worker of ``job``, merged with other sessions' there by each worker's one
+        owner of its breakpoints; no lines clears ``owner``'s."""
+        specs = [
+            spec_of({"line": line, **({"condition": condition} if condition else {})})
+            for line, condition in lines.items()
+        ]
         chosen = [
             (r, u)
             for r in self.holder.registry.records()

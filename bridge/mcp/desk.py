@@ -160,7 +160,8 @@ class Desk:
     ) -> dict[str, Any]:
         """The agent's breakpoints for ``path`` in every live held worker of ``job``, and what
         each worker made of them."""
-        given = await self.workers.give_breakpoints(AGENT, path, lines, job, condition)
+        asked = dict.fromkeys(lines, condition)
+        given = await self.workers.give_breakpoints(AGENT, path, asked, job)
         return {"path": path, "workers": [
             {"id": g.worker.id, "name": g.worker.label, **_answered(g)} for g in given
         ]}  # fmt: skip

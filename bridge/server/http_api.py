@@ -424,12 +424,11 @@ async def set_line_breakpoints(request: web.Request) -> web.Response:
     for asked in body.breakpoints:
         _check_condition(asked.condition, f"line {asked.line}: ")
     owner = f"{request[TOKEN].name} (HTTP)"
-    conditions = {b.line: b.condition for b in body.breakpoints if b.condition}
-    given = await request.app[SERVICES].workers.give_breakpoints(
-        owner, body.path, [b.line for b in body.breakpoints], body.job, conditions=conditions
-    )
+    lines = {b.line: b.condition for b in body.breakpoints}
+    given = await request.app[SERVICES].workers.give_breakpoints(owner, body.path, lines, body.job)
+    conditions = {line: condition for line, condition in lines.items() if condition}
     _audit(request, "set breakpoints", path=body.path, job=body.job,
-           lines=[b.line for b in body.breakpoints], conditions=conditions)  # fmt: skip
+           lines=list(lines), conditions=conditions)  # fmt: skip
     return web.json_response({"path": body.path, "workers": [
         {"id": g.worker.id, "breakpoints": g.breakpoints, "refused": g.refused} for g in given
     ]})  # fmt: skip

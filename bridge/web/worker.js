@@ -13,7 +13,6 @@ const view = {
   socket: null,
   record: null,
   threadId: null,
-  frames: [],
   frame: null,
   stops: 0, // stopped events seen: a step's response after its stop must not undo it
   history: [],
@@ -108,7 +107,6 @@ function onWorkerEvent(event, body) {
     view.stops += 1;
     showStop(body.threadId, body.description || body.reason || 'paused');
   } else if (event === 'continued') {
-    view.frames = [];
     view.frame = null;
     workerState('running');
     $('worker-stack').replaceChildren();
@@ -135,7 +133,6 @@ async function showStop(threadId, why) {
     return;
   }
   if (view.socket !== socket) return;
-  view.frames = frames;
   workerState(`paused (${why})`);
   setControls(true);
   $('worker-stack').replaceChildren(...frames.map((frame, index) => el('li', {},
