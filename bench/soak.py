@@ -34,8 +34,8 @@ from raydap.bridge.client.local_ray import LocalRay
 
 #: Per job (one live, one plain): actors, and stops each.
 FULL = (4, 130)
-SMOKE = (4, 8)
-REPLACE_EVERY = {False: 300, True: 20}
+SMOKE = (2, 8)
+REPLACE_EVERY = {False: 300, True: 10}
 #: A soak in which no stop is handled for this long has lost one: it stops and says where.
 STALL = 60.0
 

@@ -18,8 +18,8 @@ pytestmark = pytest.mark.e2e
 @pytest.mark.timeout(600)
 def test_successive_stops_across_replaces_lose_nothing(tmp_path: Path) -> None:
     figures = run_benchmark_smoke("bench.soak", tmp_path / "soak.json")[0]["s1"]
-    assert figures["stops"] == figures["stops_expected"] == 64, figures
+    assert figures["stops"] == figures["stops_expected"] == 32, figures
     assert figures["lost"] == 0 and figures["unreachable"] == 0, figures
     assert figures["jobs_right"], figures["results"]
-    assert len(figures["replaces"]) >= 2, figures["replaces"]
+    assert len(figures["replaces"]) >= 2, figures["replaces"]  # each with workers paused
     assert all(count > 0 for count in figures["ways"].values()), figures["ways"]
