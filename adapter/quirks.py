@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from raydap.protocol import Event, Response
+from raydap.protocol.commands import COMMANDS, Answerer
 from raydap.protocol.extension import CAPTURE, PROCESS_GROUPS
 
 
@@ -38,7 +39,11 @@ PRIVATE_EVENTS = frozenset(
 def refusal(command: str, arguments: Any) -> str | None:
     """Why a schema-valid request must not reach debugpy, or None. debugpy 1.8 raises inside
     pydevd on these and drops the worker's connection, for every session sharing it (found by
-    the session fuzzer)."""
+    the session fuzzer). Nor does a request debugpy never answers (:mod:`raydap.protocol.commands`):
+    its adapter would wait for pydevd's answer before it read anything else from the bridge."""
+    known = COMMANDS.get(command)  # the handshake's own requests are not in the table
+    if known is not None and known.answered_by in (Answerer.NOBODY, Answerer.BRIDGE):
+        return f"debugpy does not answer {command!r}: the bridge does not send it to a worker"
     if command == "setBreakpoints":
         source = arguments.get("source") if isinstance(arguments, dict) else None
         if not isinstance(source, dict) or not isinstance(source.get("path"), str):

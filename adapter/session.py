@@ -37,6 +37,7 @@ from raydap.protocol import (
     event,
     response_to,
 )
+from raydap.protocol.commands import refusal as command_refusal
 from raydap.protocol.extension import REPLACED
 from raydap.protocol.schema import argument_problem
 
@@ -179,6 +180,8 @@ class ClientSession:
             assert self.mux is not None  # CONFIGURING comes only from an accepted attach
             if move.to is Phase.ATTACHED:
                 self.mux.start()
+        elif (refused := command_refusal(command)) is not None:
+            self._fail(request, refused)  # debugpy would never answer: nothing is sent
         elif not self.grant.allows(command) and not isinstance(self.mux, CaptureMux):
             # A capture session runs nothing anywhere: a view token may ask it anything.
             self._fail(

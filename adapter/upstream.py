@@ -310,11 +310,10 @@ class Upstream:
             )
             ok = response.success
         except asyncio.TimeoutError:  # before OSError: TimeoutError is one since 3.11
-            raise UpstreamError(
-                f"worker {self.name} did not answer {command!r} within "
-                f"{timeout or self.request_timeout:g} s",
-                Kind.TIMED_OUT,
-            ) from None
+            waited = timeout or self.request_timeout
+            why = f"worker {self.name} did not answer {command!r} within {waited:g} s"
+            self._tell_waiting(why)
+            raise UpstreamError(why, Kind.TIMED_OUT) from None
         except UpstreamClosed:
             raise
         except (ConnectionError, OSError) as exc:
@@ -462,6 +461,16 @@ class Upstream:
         task = asyncio.ensure_future(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _tell_waiting(self, why: str) -> None:
+        """Every session of the worker hears why it may stop answering: debugpy handles one
+        request at a time, so one that runs long (an ``evaluate`` that never returns) holds
+        the worker's debugger for everyone until it ends (docs/security.md)."""
+        text = (
+            f"raydap: {why}; until it does, this worker answers no other request of any "
+            "session (a long evaluate holds its debugger)\n"
+        )
+        self._broadcast(event("output", {"category": "important", "output": text}))
 
     def _broadcast(self, message: Event) -> None:
         for client in list(self.clients):

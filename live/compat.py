@@ -20,6 +20,7 @@ imports nothing of raydap, and a library's modules only inside a check.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,6 +92,8 @@ def _prepare(library: Library) -> None:
     """pydevd's modules are importable once debugpy put its vendored copy on the path (a
     worker whose listener is open has; elsewhere, importing ``debugpy.server`` does)."""
     if library == "debugpy" and "pydevd" not in sys.modules:
+        # Outside a worker (doctor): pydevd's warning about frozen modules is not news here.
+        os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
         importlib.import_module("debugpy.server")
 
 
@@ -108,6 +111,78 @@ def _callable(path: str) -> Callable[[Any], str | None]:
         return None if callable(found) else f"{module.__name__}.{path} is not callable"
 
     return check
+
+
+#: DAP requests raydap relays to debugpy, and those it refuses because debugpy never answers
+#: them (a copy of :mod:`raydap.protocol.commands`' table, which this module may not import:
+#: tests/unit/live/test_compat.py keeps the two equal).
+DEBUGPY_ANSWERS = (
+    "threads",
+    "stackTrace",
+    "exceptionInfo",
+    "scopes",
+    "variables",
+    "source",
+    "stepInTargets",
+    "gotoTargets",
+    "modules",
+    "evaluate",
+    "completions",
+    "setExpression",
+    "setVariable",
+    "setBreakpoints",
+    "setFunctionBreakpoints",
+    "setExceptionBreakpoints",
+    "continue",
+    "next",
+    "stepIn",
+    "stepOut",
+    "goto",
+    "pause",
+    "setDebuggerProperty",
+    "pydevdSystemInfo",
+    "debugpySystemInfo",
+)
+DEBUGPY_NEVER_ANSWERS = (
+    "dataBreakpointInfo", "breakpointLocations", "loadedSources", "readMemory", "disassemble",
+    "locations", "writeMemory", "setDataBreakpoints", "setInstructionBreakpoints", "stepBack",
+    "reverseContinue", "restartFrame", "restart", "terminateThreads", "cancel",
+)  # fmt: skip
+
+
+def _debugpy_answers(processor: Any) -> Callable[[str], bool]:
+    """Whether debugpy has a handler for a request: its adapter's own (read from its source,
+    not imported: the adapter is another process's code) or pydevd's."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("debugpy.adapter.clients")
+    text = ""
+    if spec is not None and spec.origin is not None:
+        with open(spec.origin, encoding="utf-8") as file:
+            text = file.read()
+
+    def answers(name: str) -> bool:
+        handler = f"on_{name.lower()}_request"
+        return hasattr(processor, handler) or f"def {name}_request(" in text
+
+    return answers
+
+
+def _request_handlers(module: Any) -> str | None:
+    """debugpy answers what raydap relays, and still lacks what raydap refuses. A request it
+    dropped would freeze every worker it reaches; one it gained could be relayed."""
+    answers = _debugpy_answers(module.PyDevJsonCommandProcessor)
+    dropped = [name for name in DEBUGPY_ANSWERS if not answers(name)]
+    gained = [name for name in DEBUGPY_NEVER_ANSWERS if answers(name)]
+    problems = []
+    if dropped:
+        problems.append(f"debugpy no longer answers {', '.join(dropped)}")
+    if gained:
+        problems.append(
+            f"debugpy now answers {', '.join(gained)} (raydap refuses them: see "
+            "raydap.protocol.commands)"
+        )
+    return "; ".join(problems) or None
 
 
 _PYDEVD = "pydevd"
@@ -139,6 +214,15 @@ HOOKS: tuple[Hook, ...] = (
          "_pydevd_bundle._debug_adapter.pydevd_base_schema", ("_requests_to_types",),
          extra=lambda _: _has("_pydevd_bundle.pydevd_process_net_command_json",
                               "PyDevJsonCommandProcessor")),
+    *(
+        Hook("PyDevJsonCommandProcessor.on_*_request, debugpy.adapter.clients", "debugpy",
+             "read", where, ("raydap.protocol.commands",),
+             "only requests debugpy answers are relayed: one it never answers freezes the "
+             "worker's connection for every session", DEBUGPY_CHECKED,
+             "_pydevd_bundle.pydevd_process_net_command_json", ("PyDevJsonCommandProcessor",),
+             extra=_request_handlers)
+        for where in ("worker", "bridge")
+    ),
     Hook("pydevd_net_command.NetCommand, CMD_RETURN", "debugpy", "called", "worker",
          ("raydap.live.to_bridge", "raydap.live.collectives"),
          "a live worker tells the bridge its process groups and captures as events",

@@ -61,6 +61,21 @@ def check_bridge(api: ApiClient) -> list[Finding]:
     return findings
 
 
+def check_requests() -> Finding:
+    """Which DAP requests reach workers: those this machine's debugpy answers. One it never
+    answers would freeze a worker for every session, so the bridge refuses those."""
+    from raydap.live import compat
+    from raydap.protocol.commands import UNANSWERED
+
+    refused = ", ".join(sorted(UNANSWERED))
+    found = next(f for f in compat.check("bridge", ("debugpy",)) if "on_*_request" in f.hook)
+    if found.state == "unsupported":
+        return Finding("warn", f"debugpy here does not answer as raydap expects: {found.why}",
+                       "use the debugpy that docs/compat.md lists, or report yours")  # fmt: skip
+    return Finding("ok", f"debugpy answers every request raydap relays; the bridge refuses, "
+                   f"with an error, those debugpy never answers: {refused}")  # fmt: skip
+
+
 def check_node(answer: dict[str, Any]) -> list[Finding]:
     node = f"node {answer.get('node_ip')} ({str(answer.get('node_id'))[:12]})"
     env: dict[str, str | None] = answer.get("env") or {}
@@ -149,7 +164,7 @@ def check_ray(address: str | None) -> list[Finding]:
     from raydap.live import compat
 
     here = compat.unsupported("bridge")
-    findings.append(Finding("warn", "this Ray lacks what raydap calls: " + "; ".join(here),
+    findings.append(Finding("warn", "this machine lacks what raydap calls: " + "; ".join(here),
                             "see docs/compat.md") if here else
                     Finding("ok", "the private Ray calls raydap makes are all here"))  # fmt: skip
     found = ray_auth.token_source()
@@ -171,7 +186,7 @@ def check_ray(address: str | None) -> list[Finding]:
 
 
 def run(address: str | None) -> int:
-    findings = check_bridge(ApiClient(timeout=5))
+    findings = [*check_bridge(ApiClient(timeout=5)), check_requests()]
     for finding in findings:
         print(finding, flush=True)
     for finding in check_ray(address):

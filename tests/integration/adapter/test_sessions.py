@@ -239,3 +239,26 @@ async def test_a_worker_that_stops_answering_fails_the_request_not_the_session(
     finally:
         os.kill(debuggee.process.pid, signal.SIGCONT)
     assert await evaluate(client, frame["id"], "n") == "20"
+
+
+async def test_an_evaluate_that_runs_long_is_timed_out_and_every_session_is_told(
+    relay: Relay, dap_connect: Connect
+) -> None:
+    """debugpy answers one request at a time: a debug token's long evaluate holds the worker
+    for every session, so each one hears why its worker stopped answering."""
+    alice = await dap_connect(relay.host, relay.port)
+    bob = await dap_connect(relay.host, relay.port)
+    await alice.attach(breakpoint="w1")
+    await bob.attach(breakpoint="w1")
+    thread_id = (await alice.wait_event("stopped")).body["threadId"]
+    frame = await top_frame(alice, thread_id)
+    slow = await alice.request(
+        "evaluate", {"expression": "__import__('time').sleep(3)", "frameId": frame["id"],
+                     "context": "repl"}, check=False, timeout=10,
+    )  # fmt: skip
+    assert not slow.success and "did not answer 'evaluate' within 2 s" in str(slow.message)
+    told = await bob.wait_event("output", where=lambda e: "evaluate" in e.body["output"])
+    assert told.body["category"] == "important"
+    assert "answers no other request" in told.body["output"]
+    await asyncio.sleep(1.5)  # the sleep ends: the worker answers again
+    assert await evaluate(bob, (await top_frame(bob, thread_id))["id"], "n") == "20"

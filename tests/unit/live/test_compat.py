@@ -84,3 +84,19 @@ def test_every_private_use_in_raydap_is_on_the_list(folder: str) -> None:
 def test_the_docs_list_every_hook() -> None:
     listed = (ROOT / "docs" / "compat.md").read_text()
     assert not [hook.name for hook in compat.HOOKS if f"`{hook.name}`" not in listed]
+
+
+def test_a_request_debugpy_drops_or_gains_is_named() -> None:
+    class Processor:
+        """pydevd as a later version might be: no ``threads``, and ``loadedSources`` added."""
+
+        def on_loadedsources_request(self) -> None: ...
+
+    class Module:
+        PyDevJsonCommandProcessor = Processor
+
+    problem = compat._request_handlers(Module)
+    assert problem is not None
+    assert "no longer answers threads" in problem
+    assert "now answers loadedSources" in problem
+    assert "evaluate" not in problem  # debugpy's adapter answers it itself

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 
+from raydap.live import compat
 from raydap.protocol import COMMANDS, CONTINUE_ALL, Effect, Route, command
+from raydap.protocol.commands import UNANSWERED, Answerer, refusal
+from raydap.protocol.extension import COLLECTIVES
 from tests.dap_schema import SHARED, VENDORED
 
 #: Requests the bridge's session answers itself; they never reach a worker.
 SESSION_REQUESTS = {
     "initialize", "attach", "launch", "disconnect", "terminate", "configurationDone",
-    "restart", "cancel", "terminateThreads",
     # Reverse requests: sent by an adapter to the client, never by a client.
     "runInTerminal", "startDebugging",
 }  # fmt: skip
@@ -38,10 +40,38 @@ def test_every_worker_request_of_the_schema_is_in_the_table() -> None:
     assert not missing, f"DAP requests the table does not classify: {sorted(missing)}"
 
 
-def test_unknown_commands_are_taken_to_run_code() -> None:
+def test_unknown_commands_are_taken_to_run_code_and_reach_no_worker() -> None:
     unknown = command("someAdapterExtension")
     assert unknown.effect is Effect.RUNS_CODE and not unknown.read_only
     assert unknown.route is Route.ONLY_WORKER and not unknown.cacheable
+    assert not unknown.debugpy_answers
+    assert "does not know" in str(refusal("someAdapterExtension"))
+
+
+def test_what_debugpy_never_answers_is_refused_with_why() -> None:
+    """pydevd 1.8.22 has no handler for these; one would freeze the worker for everyone."""
+    assert {"loadedSources", "breakpointLocations", "dataBreakpointInfo", "readMemory",
+            "writeMemory", "disassemble", "locations", "setDataBreakpoints",
+            "setInstructionBreakpoints", "stepBack", "reverseContinue", "restartFrame",
+            "restart", "terminateThreads", "cancel"} == UNANSWERED  # fmt: skip
+    for name in UNANSWERED:
+        assert "debugpy does not support" in str(refusal(name)), name
+    for name in ("threads", "evaluate", "continue", "setBreakpoints", CONTINUE_ALL):
+        assert refusal(name) is None, name
+
+
+def test_raydaps_worker_requests_never_come_from_clients() -> None:
+    assert command(COLLECTIVES).answered_by is Answerer.RAYDAP_LIVE
+    assert "not a client's" in str(refusal(COLLECTIVES))
+    assert command(CONTINUE_ALL).answered_by is Answerer.BRIDGE  # the session answers it
+
+
+def test_the_workers_check_knows_the_same_split_as_the_table() -> None:
+    """:mod:`raydap.live.compat` cannot import the table (it is shipped alone to nodes): its
+    copy of who answers what is this one."""
+    relayed = {c.name for c in COMMANDS.values() if c.answered_by is Answerer.DEBUGPY}
+    assert set(compat.DEBUGPY_ANSWERS) == relayed
+    assert set(compat.DEBUGPY_NEVER_ANSWERS) == UNANSWERED
 
 
 def test_only_reads_are_cached_and_every_resume_moves_the_worker() -> None:
