@@ -129,8 +129,12 @@ class WorkerMux:
         child_sessions: bool = False,
         child_configuration: dict[str, Any] | None = None,
         audit: Callable[[str, str, dict[str, Any]], None] | None = None,
+        debugs: bool = True,
     ) -> None:
+        """``debugs``: the session may debug (a debug token's); a view token's only looks,
+        so its workers do not count as debugged (:attr:`Upstream.debugged`)."""
         self.feed = feed
+        self.debugs = debugs
         self.workers: dict[str, Worker] = {}
         self._by_upstream: dict[Upstream, Worker] = {}  # every event finds its worker in O(1)
         self._send = send

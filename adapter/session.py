@@ -50,18 +50,24 @@ class AttachError(WorkerError):
     default_kind = Kind.NOT_FOUND
 
 
-#: Finds the workers (or the capture) an attach request names (its arguments), or raises
-#: :class:`AttachError`.
-Resolver = Callable[[dict[str, Any]], Awaitable[WorkerFeed | CaptureFeed]]
-
-
 class Grant(Protocol):
     """What a client was allowed at attach (the bridge's tokens implement it)."""
 
     @property
     def name(self) -> str: ...
 
+    @property
+    def debugs(self) -> bool:
+        """Whether its sessions debug (a ``view`` token's only look: they hold no stop and
+        raise no collective timeout)."""
+        ...
+
     def allows(self, command: str) -> bool: ...
+
+
+#: Finds the workers (or the capture) an attach request names (its arguments) for a client
+#: with this grant, or raises :class:`AttachError`.
+Resolver = Callable[[dict[str, Any], Grant], Awaitable[WorkerFeed | CaptureFeed]]
 
 
 #: Checks an attach request's credentials (its arguments); returns a grant or raises AttachError.
@@ -74,6 +80,7 @@ class _Nobody:
     """The grant before attach: nothing is allowed until credentials are checked."""
 
     name = "not attached"
+    debugs = False
 
     def allows(self, command: str) -> bool:
         return False
@@ -216,7 +223,7 @@ class ClientSession:
         if child_sessions and not self._client_arguments.get("supportsStartDebuggingRequest"):
             raise AttachError("childSessions needs a client that supports startDebugging")
         resume = self._resume(args.get("resume"))
-        feed = await self._resolve(args)
+        feed = await self._resolve(args, self.grant)
         if isinstance(feed, CaptureFeed):
             self.mux = CaptureMux(feed, self._send)
             self._audit("attach", capture=feed.id)
@@ -229,6 +236,7 @@ class ClientSession:
             self._send,
             PathMapper.from_attach(args),
             audit=self._audit_request,
+            debugs=self.grant.debugs,
             all_threads=bool(args.get("allThreads")),
             child_sessions=child_sessions,
             child_configuration={k: args[k] for k in passed_on if k in args},

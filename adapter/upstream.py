@@ -41,6 +41,9 @@ _ATTACH = {"justMyCode": False, "showReturnValue": True}
 class Client(Protocol):
     """An attached client session: it receives the worker's events."""
 
+    #: Whether the session may debug; one that only looks holds nothing (:attr:`debugged`).
+    debugs: bool
+
     def upstream_event(self, upstream: Upstream, message: Event) -> None: ...
 
     def upstream_closed(self, upstream: Upstream, reason: str) -> None: ...
@@ -493,6 +496,12 @@ class Upstream:
         self._on_change(self)
 
     # -- clients ----------------------------------------------------------------------------
+
+    @property
+    def debugged(self) -> bool:
+        """Whether a session that may debug it is attached: only such a session keeps a stop
+        held or the worker's job counted as debugged; one that only looks changes nothing."""
+        return any(client.debugs for client in self.clients)
 
     def add_client(self, client: Client) -> None:
         self.clients.add(client)

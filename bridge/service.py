@@ -22,6 +22,7 @@ from raydap.adapter.breakpoints import spec_of
 from raydap.adapter.capture_mux import CaptureFeed
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.quirks import exception_line
+from raydap.adapter.session import Grant
 from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.captures.service import CaptureService
 from raydap.bridge.captures.store import Captures
@@ -162,16 +163,18 @@ class Workers:
 
     # -- a DAP session's workers ---------------------------------------------------------------
 
-    async def attach(self, arguments: dict[str, Any]) -> WorkerFeed | CaptureFeed:
+    async def attach(self, arguments: dict[str, Any], grant: Grant) -> WorkerFeed | CaptureFeed:
         """The workers a DAP ``attach`` names: one (``breakpoint``), or those a filter follows,
         or a capture (``capture``), served read-only. The session then talks DAP to them
-        through the adapter's mux (its own ids)."""
+        through the adapter's mux (its own ids). Only a session that may debug counts its
+        jobs as debugged (:mod:`.workers.group_timeouts`); one that only looks changes nothing."""
         if "capture" in arguments:
             wanted = arguments["capture"]
             if not isinstance(wanted, str) or not wanted:
                 raise AttachError('"capture" is a capture id (`raydap captures`)', Kind.INVALID)
             return self.captures.feed(wanted)
-        return await follow.resolve(self.holder, arguments, self.job_status, self.follows)
+        follows = self.follows if grant.debugs else None
+        return await follow.resolve(self.holder, arguments, self.job_status, follows)
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -31,6 +31,10 @@ class Token:
     role: Role
     secret: str = field(repr=False)
 
+    @property
+    def debugs(self) -> bool:
+        return self.role == "debug"
+
     def allows(self, command: str) -> bool:
         """``view`` tokens send only what reads (:mod:`raydap.protocol.commands` says which)."""
         return self.role == "debug" or command_info(command).read_only

@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp import WSCloseCode, web
 
 from raydap.adapter import ClientSession
-from raydap.adapter.session import Resolver
+from raydap.adapter.session import Grant, Resolver
 from raydap.adapter.websocket import WebSocketChannel
 from raydap.bridge.hangs.verdicts import Verdict as HangVerdict
 from raydap.bridge.service import Feeds
@@ -30,10 +30,10 @@ def preselected(resolve: Resolver, query: dict[str, str]) -> Resolver:
         text = query["follow"].strip()
         defaults["follow"] = True if text in ("", "true", "1") else _json_or_text(text)
 
-    async def resolve_with_defaults(arguments: dict[str, Any]) -> Any:
+    async def resolve_with_defaults(arguments: dict[str, Any], grant: Grant) -> Any:
         if "breakpoint" in arguments or "follow" in arguments:
-            return await resolve(arguments)
-        return await resolve({**arguments, **defaults})
+            return await resolve(arguments, grant)
+        return await resolve({**arguments, **defaults}, grant)
 
     return resolve_with_defaults
 

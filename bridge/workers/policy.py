@@ -91,7 +91,7 @@ class HoldPolicy:
             idle = now - self._touched.get(rid, now)
             if (
                 upstream.state is State.STOPPED
-                and not upstream.clients
+                and not upstream.debugged  # a session that only looks keeps nothing held
                 and idle > self.hold_timeout
             ):
                 log.info("hold timeout: resuming %s after %.0f s untouched", rid, idle)

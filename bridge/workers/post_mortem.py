@@ -62,7 +62,7 @@ class PostMortems:
 
     def _debugged(self, rid: str, upstream: Upstream) -> bool:
         record = self.holder.registry.get(rid)
-        return bool(upstream.clients) or (
+        return upstream.debugged or (
             record is not None and any(f.matches(record) for f in self.follows.filters())
         )
 

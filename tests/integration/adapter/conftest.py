@@ -31,6 +31,7 @@ class FullGrant:
     tested with the bridge)."""
 
     name = "test"
+    debugs = True
 
     def allows(self, command: str) -> bool:
         return True
@@ -52,7 +53,7 @@ def relay_resolver(held: Relay | Upstream) -> Callable[[dict[str, Any]], Awaitab
     """Attach arguments name the one held worker as ``w1``."""
     upstream = held.upstream if isinstance(held, Relay) else held
 
-    async def resolve(arguments: dict[str, Any]) -> WorkerFeed:
+    async def resolve(arguments: dict[str, Any], grant: object) -> WorkerFeed:
         if arguments.get("breakpoint") != "w1":
             raise AttachError(f"no paused worker with id {arguments.get('breakpoint')!r}")
         return SingleWorker(Worker("w1", upstream))
@@ -100,7 +101,7 @@ async def live(tmp_path: Path) -> AsyncIterator[tuple[Upstream, int, Path, subpr
     upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="w1", request_timeout=5)
     await upstream.handshake(expect_stop=False)
 
-    async def resolve(arguments: dict[str, object]) -> WorkerFeed:
+    async def resolve(arguments: dict[str, object], grant: object) -> WorkerFeed:
         return SingleWorker(Worker("w1", upstream, live=True))
 
     listener = DapListener(

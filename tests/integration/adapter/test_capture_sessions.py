@@ -35,7 +35,7 @@ def captured_frames() -> list[dict[str, Any]]:
 async def capture_port(request: pytest.FixtureRequest) -> AsyncIterator[int]:
     frames = captured_frames()
 
-    async def resolve(arguments: dict[str, Any]) -> CaptureFeed:
+    async def resolve(arguments: dict[str, Any], grant: object) -> CaptureFeed:
         if arguments.get("capture") != CAPTURE:
             raise AttachError(f"no capture {arguments.get('capture')}")
         worker = {"capture": CAPTURE, "task": "step", "pid": 7, "rank": 3, "node": "h1"}

@@ -116,7 +116,7 @@ async def held() -> AsyncIterator[tuple[int, subprocess.Popen[str]]]:
     await upstream.handshake()
     auth = Authenticator(list(TOKENS.values()))
 
-    async def resolve(arguments: dict[str, Any]) -> WorkerFeed:
+    async def resolve(arguments: dict[str, Any], grant: object) -> WorkerFeed:
         return SingleWorker(Worker("w1", upstream))
 
     def authorize(arguments: dict[str, Any]) -> Token:

@@ -15,6 +15,8 @@ LOOPS = 5
 
 
 class Listener:
+    debugs = True
+
     def __init__(self) -> None:
         self.stops: asyncio.Queue[Event] = asyncio.Queue()
 

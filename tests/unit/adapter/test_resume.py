@@ -22,6 +22,7 @@ from tests.waiting import until
 
 class ViewGrant:
     name = "viewer"
+    debugs = False
 
     def allows(self, command: str) -> bool:
         return command in ("threads", "stackTrace")
@@ -83,7 +84,7 @@ async def attach(
     channel = MemoryChannel()
     upstream = Upstream(MemoryChannel(), name="w1")  # never started: nothing reaches it
 
-    async def resolve(arguments: dict[str, Any]) -> SingleWorker:
+    async def resolve(arguments: dict[str, Any], grant: object) -> SingleWorker:
         return SingleWorker(Worker("w1", upstream))
 
     session = ClientSession(
@@ -147,5 +148,5 @@ async def test_a_replaced_bridge_tells_its_attached_client_how_to_resume() -> No
 
 
 class NoWorkersResolver:
-    async def __call__(self, arguments: dict[str, Any]) -> NoWorkers:
+    async def __call__(self, arguments: dict[str, Any], grant: object) -> NoWorkers:
         return NoWorkers()

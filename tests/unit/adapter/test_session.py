@@ -42,6 +42,7 @@ class MemoryChannel:
 
 class DebugGrant:
     name = "debug"
+    debugs = True
 
     def allows(self, command: str) -> bool:
         return True
@@ -79,7 +80,7 @@ async def serve(resolve: Any, *after_attach: Request) -> dict[int, list[Response
 async def test_a_failed_attach_is_answered_once_and_the_session_serves_on(
     raised: Exception, told: str
 ) -> None:
-    async def resolve(arguments: dict[str, Any]) -> SingleWorker:
+    async def resolve(arguments: dict[str, Any], grant: object) -> SingleWorker:
         raise raised
 
     answers = await serve(resolve, Request(seq=3, command="disconnect"))
@@ -95,7 +96,7 @@ async def test_a_bug_while_relaying_is_one_error_reply(monkeypatch: pytest.Monke
     monkeypatch.setattr(WorkerMux, "handle", broken)
     upstream = Upstream(MemoryChannel(), name="w1")  # never started: nothing reaches it
 
-    async def resolve(arguments: dict[str, Any]) -> SingleWorker:
+    async def resolve(arguments: dict[str, Any], grant: object) -> SingleWorker:
         return SingleWorker(Worker("w1", upstream))
 
     answers = await serve(

@@ -20,6 +20,8 @@ from tests.waiting import until
 
 
 class Listener:
+    debugs = True
+
     """A client session of an upstream, keeping what it is told."""
 
     def __init__(self) -> None:

@@ -105,6 +105,8 @@ async def test_a_stop_sent_before_its_breakpoints_answer_names_the_breakpoint() 
     seen: list[object] = []
 
     class Watcher:
+        debugs = True
+
         def upstream_event(self, upstream: Upstream, message: Event) -> None:
             if message.event == "stopped":  # what a session translates, when it is told
                 hits = (message.body or {})["hitBreakpointIds"]
