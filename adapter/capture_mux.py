@@ -23,6 +23,8 @@ from raydap.adapter.resume import Resume
 from raydap.protocol import Event, Request, Response, event, response_to
 
 THREAD_ID = 1
+#: The furthest a captured source is padded to (the bridge refuses a capture past it).
+MAX_FIRST_LINE = 1_000_000
 #: What a capture session answers without a worker (anything else is refused, saying why).
 _READS = frozenset({
     "threads", "stackTrace", "scopes", "variables", "source", "evaluate", "exceptionInfo",
@@ -168,13 +170,12 @@ class CaptureMux:
         source = self._refs.sources.get(ref)
         if source is None:
             raise WorkerError("this capture holds no such source", Kind.NOT_FOUND)
-        first = int(source.get("first") or 1)
+        # Line numbers as in the file: the lines not captured are left empty. The bridge took
+        # the capture within bounds (its first line at most a million): padded as one string.
+        first = min(max(int(source.get("first") or 1), 1), MAX_FIRST_LINE)
         lines = [str(line) for line in source.get("lines") or []]
-        # Line numbers as in the file: the lines not captured are left empty.
-        return {
-            "content": "\n".join([""] * (first - 1) + lines) + "\n",
-            "mimeType": "text/x-python",
-        }
+        return {"content": "\n" * (first - 1) + "\n".join(lines) + "\n",
+                "mimeType": "text/x-python"}  # fmt: skip
 
     def _exceptionInfo(self, _: dict[str, Any]) -> dict[str, Any]:
         text = self.feed.exception or ""

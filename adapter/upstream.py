@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -33,6 +34,9 @@ from raydap.protocol import command as command_info
 from raydap.protocol.extension import CAPTURE, CAPTURE_POINT_OFF, PROCESS_GROUPS
 
 log = logging.getLogger(__name__)
+#: A capture point's id (:mod:`.capture_points`), and how many points a worker may turn off.
+POINT_ID = re.compile(r"cp-[0-9a-f]{10}")
+MAX_POINTS_OFF = 256
 #: Whether a worker's children are debugged is the worker's choice (``debugpy.configure``
 #: before it listens: ``RAYDAP_CHILDREN=0``); the attach arguments do not change it.
 _ATTACH = {"justMyCode": False, "showReturnValue": True}
@@ -389,9 +393,12 @@ class Upstream:
             if self.on_capture is not None:
                 self.on_capture(body)
             point, why = body.get("point"), body.get("disabled")
-            if isinstance(point, str) and isinstance(why, str):  # the sessions owning it say so
-                self.points_off[point] = why[:1000]
-                self._broadcast(event(CAPTURE_POINT_OFF, {"point": point, "reason": why[:1000]}))
+            # The sessions owning it say so. The worker's words are data: a point id of the
+            # shape the bridge gives, a bounded reason, and a bounded number of points.
+            point = point if isinstance(point, str) and POINT_ID.fullmatch(point) else None
+            if point is not None and isinstance(why, str) and self._room_for_point_off(point):
+                self.points_off[point] = why[:500]
+                self._broadcast(event(CAPTURE_POINT_OFF, {"point": point, "reason": why[:500]}))
         elif name == "terminated":
             # debugpy's adapter says so when the worker process dies, but keeps the socket
             # open: the worker is gone all the same. It says so too while it handles the
@@ -464,6 +471,9 @@ class Upstream:
         task = asyncio.ensure_future(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _room_for_point_off(self, point: str) -> bool:
+        return point in self.points_off or len(self.points_off) < MAX_POINTS_OFF
 
     def _tell_waiting(self, why: str) -> None:
         """Every session of the worker hears why it may stop answering: debugpy handles one

@@ -54,8 +54,12 @@ class CaptureService:
     #: are found there): ``(command, path) -> arguments``.
     configuration: dict[tuple[str, str], dict[str, Any]]
 
-    def list_points(self) -> list[CapturePoint]:
-        """Every point set, by any door, with what it captured so far."""
+    def __post_init__(self) -> None:
+        # A worker's capture is kept only for a point that is set, and that is its own.
+        self.captures.point_of = self.point_settings
+
+    def _set(self) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        """Every point set, by any door: id -> (owner, path, point)."""
         found: dict[str, tuple[str, str, dict[str, Any]]] = {}
         for owner, path, point in self.points.all():
             found[point[SETTINGS]["id"]] = (owner, path, point)
@@ -66,6 +70,16 @@ class CaptureService:
                 for settings in riding(given) if isinstance(given, dict) else []:
                     point = {"line": given.get("line"), "mode": MODE, SETTINGS: settings}
                     found.setdefault(settings["id"], ("a DAP session", path, point))
+        return found
+
+    def point_settings(self, point: str) -> dict[str, Any] | None:
+        """A set point's settings (its ``job`` and ``rank`` say whose captures it takes)."""
+        found = self._set().get(point)
+        return dict(found[2][SETTINGS]) if found is not None else None
+
+    def list_points(self) -> list[CapturePoint]:
+        """Every point set, by any door, with what it captured so far."""
+        found = self._set()
         counts = self.captures.counts()
         now = time.time()
         listed = []
@@ -113,8 +127,10 @@ class CaptureService:
         return next(p for p in self.list_points() if p.id == pid)
 
     async def clear_point(self, point: str) -> None:
-        if not await self.points.remove(point):
-            known = any(p.id == point for p in self.list_points())
+        if await self.points.remove(point):
+            self.captures.forget_point(point)
+        else:
+            known = point in self._set()
             raise WorkerError(
                 f"capture point {point} belongs to a DAP session: clear it there"
                 if known
@@ -167,7 +183,8 @@ class CaptureService:
         rank order: ``{"rank", "worker", "capture", "value"}`` or ``"error"``."""
         latest: dict[object, Capture] = {}
         for capture in self.captures.matching(point=point):
-            latest[capture.rank if capture.rank is not None else capture.worker] = capture
+            rank = (capture.job, capture.rank)  # a rank is a rank of one job
+            latest[rank if capture.rank is not None else capture.worker] = capture
         rows = []
         for capture in sorted(latest.values(), key=_rank_order):
             row: dict[str, Any] = {"rank": capture.rank, "worker": capture.worker,

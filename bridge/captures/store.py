@@ -1,10 +1,11 @@
 """Captures: what a worker's frame held at a capture point, kept after the worker is gone.
 
 A live worker sends each capture on the debug connection the bridge holds
-(:mod:`raydap.live.captures`); :meth:`Captures.told` checks it, names the worker from its record
-(job, rank, node, pid) and keeps it. Captures are bounded three ways, the oldest going first:
-in all (count and bytes), and per point (bytes), so that one hot point of a big job cannot push
-every other capture out; a capture a point has no room for is dropped and counted.
+(:mod:`raydap.live.captures`); :meth:`Captures.told` checks it (:mod:`.intake`), names the
+worker from its record (job, rank, node, pid: never what the worker says of itself) and keeps
+it. Captures are bounded three ways, the oldest going first: in all (count and bytes), and per
+point (bytes), so that one hot point of a big job cannot push every other capture out; a capture
+a point has no room for is dropped and counted.
 
 With a directory (``raydap serve --captures DIR``), each capture is also a file there,
 owner-only, read back when the bridge starts (a replaced or restarted bridge lists what the old
@@ -21,6 +22,7 @@ import os
 import re
 import secrets
 import stat
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from enum import Enum
@@ -29,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from raydap.bridge.captures import intake
 from raydap.bridge.workers.registry import Registry
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,10 @@ log = logging.getLogger(__name__)
 MAX_CAPTURE_BYTES = 1024 * 1024
 #: Messages queued for one events subscriber at most.
 MAX_QUEUED = 1000
+#: How long a capture waits for its worker's record to know its job and rank, and how many
+#: captures may wait at once.
+WAIT_FOR_RECORD = 3.0
+MAX_WAITING = 256
 _FILE = re.compile(r"^cap-[0-9a-f]{12}\.json$")
 _PART = re.compile(r"^\.cap-[0-9a-f]{12}\.json\.part$")
 
@@ -115,6 +122,12 @@ class Captures:
         self.disabled: dict[str, str] = {}
         self.taken = 0
         self.dropped = 0
+        #: Capture events refused: past a bound, or for a point not set or not this worker's.
+        self.refused = 0
+        #: The settings of a capture point that is set (``job``, ``rank``...), or None: a
+        #: worker's capture names a point; the point says whose captures it takes.
+        self.point_of: Callable[[str], dict[str, Any] | None] = lambda point: None
+        self._waiting: set[asyncio.Task[None]] = set()
         #: Told of each capture kept, and of each point turned off (``(None, point)``).
         self.listeners: list[Callable[[CaptureSummary | None, str | None], None]] = []
         #: The events feed's subscribers: each gets a message a capture or a point turned off
@@ -124,40 +137,92 @@ class Captures:
     # -- in ---------------------------------------------------------------------------------
 
     def told(self, rid: str, body: object) -> None:
-        """A worker's capture event: kept if it reads as one and has room."""
-        if not isinstance(body, dict):
+        """A worker's capture event: kept if it reads as one within the bounds
+        (:mod:`.intake`), names a point that applies to the worker, and has room. A worker
+        whose record does not know its job yet (held a moment ago) is waited for a little."""
+        try:
+            told = intake.check(body)
+        except intake.Refused as exc:
+            self._refuse(rid, str(exc))
             return
-        point = body.get("point") if isinstance(body.get("point"), str) else None
-        disabled = body.get("disabled")
-        if point is not None and isinstance(disabled, str) and point not in self.disabled:
-            self.disabled[point] = disabled[:500]
-            self._tell(None, point)
-        capture = self._read(rid, body, point)
+        if told.point is not None and self.point_of(told.point) is None:
+            self._refuse(rid, f"capture point {told.point} is not set")
+            return
+        record = self.registry.get(rid)
+        if record is not None and record.job_id is not None and record.rank is not None:
+            self._take(rid, told)
+            return
+        if len(self._waiting) >= MAX_WAITING:
+            self._take(rid, told)  # kept with what the record knows now
+            return
+        try:
+            waiting = asyncio.get_running_loop().create_task(self._take_when_named(rid, told))
+        except RuntimeError:  # no loop (a test's direct call): what the record knows now
+            self._take(rid, told)
+            return
+        self._waiting.add(waiting)
+        waiting.add_done_callback(self._waiting.discard)
+
+    async def _take_when_named(self, rid: str, told: intake.Told) -> None:
+        deadline = time.monotonic() + WAIT_FOR_RECORD
+        while time.monotonic() < deadline:
+            record = self.registry.get(rid)
+            if record is None or (record.job_id is not None and record.rank is not None):
+                break
+            await asyncio.sleep(0.1)
+        self._take(rid, told)
+
+    def _take(self, rid: str, told: intake.Told) -> None:
+        record = self.registry.get(rid)
+        job = record.job_id if record else None
+        rank = record.rank if record else None
+        point = told.point
+        if point is not None:
+            settings = self.point_of(point)
+            if settings is None:
+                self._refuse(rid, f"capture point {point} is not set")
+                return
+            for name, wanted, have in (("job", settings.get("job"), job),
+                                       ("rank", settings.get("rank"), rank)):  # fmt: skip
+                if wanted is not None and wanted != have:
+                    self._refuse(rid, f"capture point {point} is for {name} {wanted}, and "
+                                 f"this worker's {name} is {have}")  # fmt: skip
+                    return
+            if told.disabled is not None and point not in self.disabled:
+                self.disabled = {p: why for p, why in self.disabled.items() if self.point_of(p)}
+                self.disabled[point] = told.disabled
+                self._tell(None, point)
+        capture = self._read(rid, told, job, rank)
         if capture is not None:
             self.add(capture)
 
-    def _read(self, rid: str, body: dict[str, Any], point: str | None) -> Capture | None:
-        frames = body.get("frames")
-        if not isinstance(frames, list) or not frames or not isinstance(frames[0], dict):
+    def _refuse(self, rid: str, why: str) -> None:
+        self.refused += 1
+        log.info("%s: a capture refused: %s", rid, why)
+
+    def forget_point(self, point: str) -> None:
+        """A point was cleared: a later point of the same id starts afresh."""
+        self.disabled.pop(point, None)
+
+    def _read(
+        self, rid: str, told: intake.Told, job: str | None, rank: int | None
+    ) -> Capture | None:
+        if not told.frames:
             return None
         record = self.registry.get(rid)
-        top = frames[0]
-        # The record names the worker; what the worker says of itself fills in what the
-        # record does not know yet (a worker held a moment ago is named about a second later).
-        job = record.job_id if record and record.job_id else body.get("job")
-        rank = record.rank if record and record.rank is not None else body.get("rank")
+        top = told.frames[0]
         try:
             return Capture(
-                id=new_id(), kind=CaptureKind.POINT if point else CaptureKind.EXCEPTION,
+                id=new_id(), kind=CaptureKind.POINT if told.point else CaptureKind.EXCEPTION,
                 job=job, worker=rid, rank=rank, node=record.node_ip if record else None,
-                pid=record.pid if record else None, time=body.get("time"),
-                path=top.get("path"), line=top.get("line"), function=top.get("function"),
-                point=point, exception=body.get("exception"), truncated=bool(body.get("cut")),
-                hit=body.get("hit"), frames=frames, thread=body.get("thread"),
-                cost_ms=body.get("cost_ms"), cpu_ms=body.get("cpu_ms"),
+                pid=record.pid if record else None, time=told.time,
+                path=top.path, line=top.line, function=top.function,
+                point=told.point, exception=told.exception, truncated=told.cut,
+                hit=told.hit, frames=[f.model_dump(exclude_none=True) for f in told.frames],
+                thread=told.thread, cost_ms=told.cost_ms, cpu_ms=told.cpu_ms,
             )  # fmt: skip
         except ValidationError as exc:
-            log.info("%s: a capture that does not read as one: %s", rid, exc.errors()[:1])
+            self._refuse(rid, f"it does not read as a capture: {exc.errors()[:1]}")
             return None
 
     def add(self, capture: Capture) -> bool:
@@ -279,9 +344,16 @@ class Captures:
         self._bytes -= size
         point = capture.point or ""
         self._point_bytes[point] = self._point_bytes.get(point, 0) - size
+        if self._point_bytes[point] <= 0:
+            del self._point_bytes[point]
         if self.directory is not None:
             with contextlib.suppress(OSError):
                 (self.directory / f"{capture_id}.json").unlink()
+
+    def close(self) -> None:
+        """Captures still waiting for their worker's name are not kept."""
+        for waiting in list(self._waiting):
+            waiting.cancel()
 
     def subscribe(self) -> asyncio.Queue[dict[str, Any]]:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(MAX_QUEUED)

@@ -470,6 +470,7 @@ class Bridge:
         if self.live is not None:
             await self.live.close()
         await self.points.close()
+        self.captures.close()
         await self.post_mortems.close()
         if self.group_timeouts is not None and not self.replaced.is_set():
             await self.group_timeouts.give_back()  # nobody debugs the jobs any more

@@ -116,6 +116,10 @@ class _Captures(Collector):
             "raydap_captures_dropped", "Captures dropped: too large, or their point's room "
             "was full", value=found.dropped,
         )  # fmt: skip
+        yield CounterMetricFamily(
+            "raydap_captures_refused", "Capture events a worker sent that were refused: past a "
+            "bound, or for a point not set or not that worker's", value=found.refused,
+        )  # fmt: skip
         yield GaugeMetricFamily("raydap_captures_kept", "Captures kept now", value=len(found))
         yield GaugeMetricFamily(
             "raydap_capture_points_disabled", "Capture points a worker turned off (over their "
