@@ -59,14 +59,15 @@ def requested(command: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def set_arguments(
-    base: dict[str, Any], path: str, union: Sequence[Spec]
+    base: dict[str, Any], path: str, union: Sequence[Spec], capture: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[int]]:
     """A set request for a worker: ``base`` (the client's other arguments) with the union as
     its breakpoints, for the worker's ``path`` ("" for function breakpoints); and, for each
     spec of the union, the position of its breakpoint in the request (capture points of one
-    line are given as one breakpoint: :func:`~.capture_points.for_worker`)."""
+    line are given as one breakpoint: :func:`~.capture_points.for_worker`, each carrying
+    ``capture`` beside its own settings)."""
     arguments = {k: v for k, v in base.items() if k != "lines"}  # lines: the deprecated form
-    arguments["breakpoints"], positions = for_worker([json.loads(spec) for spec in union])
+    arguments["breakpoints"], positions = for_worker([json.loads(s) for s in union], capture)
     if path:
         arguments["source"] = {**arguments.get("source", {}), "path": path}
     return arguments, positions

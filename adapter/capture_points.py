@@ -53,7 +53,9 @@ LIFETIME = 3600.0
 #: What a point may ask beside its line and condition, and what the worker reads.
 LIMIT_FIELDS = ("interval", "most", "budget_ms", "until")
 FILTER_FIELDS = ("rank", "job")
-_WORKER_FIELDS = ("id", "condition", *LIMIT_FIELDS, *FILTER_FIELDS)
+#: Set by the bridge for every point (``raydap serve --redact``), never by a client.
+REDACTION_FIELDS = ("secret_names", "secret_values")
+_WORKER_FIELDS = ("id", "condition", *LIMIT_FIELDS, *FILTER_FIELDS, *REDACTION_FIELDS)
 
 
 def is_capture(breakpoint: Mapping[str, Any]) -> bool:
@@ -115,7 +117,9 @@ def _valid(asked: Mapping[str, Any]) -> dict[str, Any]:
     return valid
 
 
-def for_worker(breakpoints: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+def for_worker(
+    breakpoints: Sequence[dict[str, Any]], capture: dict[str, Any] | None = None
+) -> tuple[list[dict[str, Any]], list[int]]:
     """What debugpy is given for a list of breakpoints, and where each one's answer will be.
 
     A capture point becomes a breakpoint whose condition captures and is false. debugpy keeps
@@ -135,7 +139,7 @@ def for_worker(breakpoints: Sequence[dict[str, Any]]) -> tuple[list[dict[str, An
                 positions[i] = len(given)
                 given.append(_plain(breakpoints[i]))
             continue
-        merged = _capturing(line, points, plain[-1] if plain else None)
+        merged = _capturing(line, points, plain[-1] if plain else None, capture or {})
         for i in indexes:
             positions[i] = len(given)
         given.append(merged)
@@ -157,12 +161,16 @@ def _settings(breakpoint: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _capturing(
-    line: object, points: Sequence[dict[str, Any]], plain: dict[str, Any] | None
+    line: object,
+    points: Sequence[dict[str, Any]],
+    plain: dict[str, Any] | None,
+    capture: dict[str, Any],
 ) -> dict[str, Any]:
     calls, held = [], []
     for point in points:
         settings = _settings(point) or {}
-        asked = {"condition": point.get("condition"), **settings}
+        mine = {k: v for k, v in settings.items() if k not in REDACTION_FIELDS}
+        asked = {"condition": point.get("condition"), **mine, **capture}
         asked = {k: asked[k] for k in _WORKER_FIELDS if asked.get(k) is not None}
         calls.append((str(settings["id"]), json.dumps(asked, sort_keys=True)))
         # The settings ride along (debugpy ignores fields it does not know), so a list kept

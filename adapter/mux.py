@@ -28,6 +28,8 @@ from raydap.adapter.resume import Configuration, Resume
 from raydap.adapter.session_breakpoints import SessionBreakpoints
 from raydap.adapter.translate import Translation
 from raydap.adapter.upstream import Upstream
+from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
+from raydap.live.redact import REDACTED, Redactor
 from raydap.protocol import (
     CONTINUE_ALL,
     Event,
@@ -130,11 +132,14 @@ class WorkerMux:
         child_configuration: dict[str, Any] | None = None,
         audit: Callable[[str, str, dict[str, Any]], None] | None = None,
         debugs: bool = True,
+        redactor: Redactor = DEFAULT_REDACTOR,
     ) -> None:
         """``debugs``: the session may debug (a debug token's); a view token's only looks,
-        so its workers do not count as debugged (:attr:`Upstream.debugged`)."""
+        so its workers do not count as debugged (:attr:`Upstream.debugged`), and the values
+        it is shown pass ``redactor`` (a debug token can run code: it sees them as they are)."""
         self.feed = feed
         self.debugs = debugs
+        self._redactor = redactor
         self.workers: dict[str, Worker] = {}
         self._by_upstream: dict[Upstream, Worker] = {}  # every event finds its worker in O(1)
         self._send = send
@@ -405,8 +410,19 @@ class WorkerMux:
             body = self._to_client(worker, dict(response.body))
             if "allThreadsContinued" in body and self.feed.follows:
                 body["allThreadsContinued"] = False  # the other workers stay stopped
+            if not self.debugs:
+                self._redact(request, body)
             response = response.model_copy(update={"body": body})
         return response
+
+    def _redact(self, request: Request, body: dict[str, Any]) -> None:
+        """What a session that only looks is not shown: secrets among the values (a view
+        token's ``evaluate`` is refused, but a hover may be let through by a later table)."""
+        if isinstance(body.get("variables"), list):
+            body["variables"] = self._redactor.variables(body["variables"])
+        expression = str(request.args.get("expression", ""))
+        if "result" in body and self._redactor.hides(expression, str(body["result"])):
+            body.update(result=REDACTED, variablesReference=0)
 
     async def _broadcast(self, request: Request) -> Response:
         """Configuration reaches every worker now, and each one that joins later."""

@@ -28,6 +28,8 @@ from raydap.adapter.mux import SingleWorker, WorkerFeed, WorkerMux
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.phases import Action, Phase, step
 from raydap.adapter.resume import Resume
+from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
+from raydap.live.redact import Redactor
 from raydap.protocol import (
     Event,
     ProtocolError,
@@ -103,6 +105,7 @@ class ClientSession:
         audit: Audit | None = None,
         handshake_timeout: float = 10.0,
         max_queued: int = 10_000,
+        redactor: Redactor = DEFAULT_REDACTOR,
     ) -> None:
         self.channel = channel
         self.phase = Phase.NEW
@@ -112,6 +115,7 @@ class ClientSession:
         self._authorize = authorize
         self._audit_sink = audit
         self._handshake_timeout = handshake_timeout
+        self._redactor = redactor
         self._capabilities = capabilities
         self._client_arguments: dict[str, Any] = {}
         self._announced: dict[str, Any] = {}
@@ -237,6 +241,7 @@ class ClientSession:
             PathMapper.from_attach(args),
             audit=self._audit_request,
             debugs=self.grant.debugs,
+            redactor=self._redactor,
             all_threads=bool(args.get("allThreads")),
             child_sessions=child_sessions,
             child_configuration={k: args[k] for k in passed_on if k in args},

@@ -51,6 +51,9 @@ class WorkerBreakpoints:
     def __init__(self, ask: Ask) -> None:
         self.book = WorkerBook()
         self._ask = ask
+        #: What every capture point given to this worker carries beside its own settings (the
+        #: bridge's redaction patterns: :meth:`raydap.live.redact.Redactor.settings`).
+        self.capture_settings: dict[str, Any] = {}
         #: Lists sent again after a session left: they outlive it on purpose.
         self._sending: set[asyncio.Future[Response]] = set()
 
@@ -71,7 +74,7 @@ class WorkerBreakpoints:
         if owner != KEPT and not beside_kept:
             self.book.put(KEPT, key, ())
         union = self.book.put(owner, key, specs)
-        arguments, positions = set_arguments(base, path, union)
+        arguments, positions = set_arguments(base, path, union, self.capture_settings)
         response = await self._ask(command, arguments)
         if not response.success:
             why = response.message or "refused"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,8 @@ from raydap.bridge.workers.group_timeouts import Follows
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.bridge.workers.registry import Registry
+from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
+from raydap.live.redact import Redactor
 
 Step = Literal["over", "into", "out"]
 _STEP_COMMANDS: dict[Step, str] = {"over": "next", "into": "stepIn", "out": "stepOut"}
@@ -154,6 +157,8 @@ class Workers:
     follows: Follows = field(default_factory=Follows)
     #: Capture points and captures (None: not kept by this bridge).
     capturing: CaptureService | None = None
+    #: What stacks, snapshots and a view token's values hide (``raydap serve --redact``).
+    redactor: Redactor = DEFAULT_REDACTOR
 
     @property
     def captures(self) -> CaptureService:
@@ -209,11 +214,11 @@ class Workers:
         self, where: WorkerFilter, options: stacks.StackOptions | None = None
     ) -> dict[str, Any]:
         """Every matching worker's stack, held and running, merged into one tree."""
-        options = options or stacks.StackOptions()
+        options = dataclasses.replace(options or stacks.StackOptions(), redactor=self.redactor)
         return await stacks.stacks(self.holder, where, self.remote_stacks, options)
 
     async def snapshot(self, where: WorkerFilter = EVERY_WORKER) -> list[dict[str, Any]]:
-        return await group.snapshot(self.holder, where)
+        return await group.snapshot(self.holder, where, redactor=self.redactor)
 
     async def paused(self, worker: str) -> tuple[BreakpointRecord, Upstream]:
         """A held worker that is paused now; ``not_paused`` while it runs."""

@@ -10,30 +10,31 @@ their shape, dtype and device, and their values only when small and in CPU memor
 never synchronizes a GPU or copies device memory.
 
 Every bound (:class:`Bounds`) cuts where it is reached and says so in the value (``cut``), so a
-reader can tell a short list from a list shown short. Names that look secret are redacted.
+reader can tell a short list from a list shown short. Secrets are redacted as they are read
+(:mod:`.redact`: by name, whatever a key's type, by value, and the environment whole), and a
+value that cannot be read is shown as its type with the reason: the capture is never lost.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
-import functools
 import itertools
 import linecache
-import re
+import os
 import sys
 import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from raydap.live.redact import DEFAULT, REDACTED, Redactor
+
 #: A value as captured: ``type`` and ``value`` (a display string), ``children`` (each a value
 #: with its ``name``), ``cut`` (why it or its children stop short) and, for tensors and arrays,
 #: ``shape``, ``dtype``, ``device``.
 Node = dict[str, Any]
 
-SECRET_NAMES = ("*token*", "*password*", "*secret*", "*key*")
-REDACTED = "<redacted>"
+__all__ = ["REDACTED", "Bounds", "read_frames", "read_traceback", "read_value"]
 _SCALARS = (type(None), bool, int, float, complex)
 #: The scalar types by id: found without comparing classes (a metaclass's ``__eq__`` is code).
 _SCALAR_IDS: dict[int, type] = {id(t): t for t in _SCALARS}
@@ -68,7 +69,9 @@ class Bounds:
     bytes: int = 32 * 1024
     #: Source lines kept around each frame with locals, before and after its line.
     context_lines: int = 8
-    secret_names: tuple[str, ...] = SECRET_NAMES
+    #: Which names and values are secrets (the bridge's ``--redact`` patterns, sent with the
+    #: capture point).
+    redactor: Redactor = DEFAULT
 
 
 @dataclass
@@ -83,16 +86,6 @@ class _Budget:
             return False
         self.left -= size
         return True
-
-
-def is_secret(name: str, patterns: tuple[str, ...]) -> bool:
-    return _secret_names(patterns).match(name) is not None
-
-
-@functools.lru_cache(maxsize=8)
-def _secret_names(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    """One expression for every pattern (asked for each name read: it must be cheap)."""
-    return re.compile("|".join(fnmatch.translate(p) for p in patterns), re.IGNORECASE)
 
 
 def read_frames(frame: types.FrameType | None, bounds: Bounds) -> tuple[list[Node], bool]:
@@ -136,7 +129,7 @@ def _read_stack(
             "line": line,
         }
         if len(frames) < bounds.frames_with_locals:
-            entry["source"] = _source(code.co_filename, line, frame.f_globals, bounds)
+            entry["source"] = _source(code.co_filename, line, bounds)
             if code.co_name == "<module>" and frames:  # an outer module's globals: hundreds
                 entry["cut"] = "a module's globals are not captured"
             else:
@@ -158,14 +151,23 @@ def _locals(frame: types.FrameType, bounds: Bounds, budget: _Budget) -> list[Nod
             left = len(values) - len(named)
             named.append({"name": "...", "type": "", "value": "", "cut": f"{left} more locals"})
             break
-        named.append({"name": name, **_named(name, value, bounds, budget, 0)})
+        named.append(_named(name, value, bounds, budget, 0))
     return named
 
 
 def _named(name: str, value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
-    if is_secret(name, bounds.secret_names):
-        return {"type": _type_name(type(value)), "value": REDACTED, "cut": "redacted"}
-    return _read(value, bounds, budget, depth)
+    """A value under its name: the whole name decides whether it is a secret, then it is cut
+    for showing. A value that cannot be read is its type and why, never a lost capture."""
+    shown = name[: bounds.chars]
+    if bounds.redactor.secret_name(name):
+        return {"name": shown, "type": _type_name(type(value)), "value": REDACTED,
+                "cut": "redacted"}  # fmt: skip
+    try:
+        return {"name": shown, **_read(value, bounds, budget, depth)}
+    except Exception as exc:  # a value of a kind the reader does not know how to read
+        kind = _type_name(type(value))
+        return {"name": shown, "type": kind, "value": f"<{kind}>",
+                "cut": f"not read: {_type_name(type(exc))}"}  # fmt: skip
 
 
 def _read(value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
@@ -181,6 +183,8 @@ def _read(value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
         shown = _callable_name(value, kind)
         budget.take(len(shown) + _NODE_OVERHEAD)
         return {"type": _type_name(kind), "value": shown}
+    if _is_environment(kind):
+        return {"type": _type_name(kind), "value": REDACTED, "cut": "redacted: the environment"}
     if id(value) in budget.seen:
         return {"type": _type_name(kind), "value": "<seen above>", "cut": "cycle"}
     budget.seen.add(id(value))
@@ -205,14 +209,18 @@ def _scalar(value: Any, kind: type, bounds: Bounds, budget: _Budget) -> Node:
 
 
 def _text(value: Any, kind: type, bounds: Bounds, budget: _Budget) -> Node:
-    """A string or bytes, through the builtin type (a subclass's ``__str__`` is not called)."""
+    """A string or bytes, through the builtin type (a subclass's ``__str__`` is not called);
+    one whose text holds a secret (a bearer token, a key) is redacted."""
     head: str | bytes
     if issubclass(kind, str):
         text = str.__str__(value)
-        length, head = len(text), text[: bounds.chars]
+        length, head, searched = len(text), text[: bounds.chars], text
     else:
         base: Any = bytes if issubclass(kind, bytes) else bytearray
         length, head = base.__len__(value), bytes(base.__getitem__(value, slice(0, bounds.chars)))
+        searched = bytes(base.__getitem__(value, slice(0, 64 * 1024))).decode("latin-1")
+    if bounds.redactor.secret_value(searched):
+        return {"type": _type_name(kind), "value": REDACTED, "cut": "redacted"}
     shown = repr(head)
     budget.take(len(shown))
     node: Node = {"type": _type_name(kind), "value": shown}
@@ -234,7 +242,7 @@ def _composite(value: Any, kind: type, bounds: Bounds, budget: _Budget, depth: i
         if not budget.take(len(name) + _NODE_OVERHEAD):
             node["cut"] = "capture size"
             break
-        children.append({"name": name, **_named(name, item, bounds, budget, depth + 1)})
+        children.append(_named(name, item, bounds, budget, depth + 1))
     node["children"] = children
     if length > len(children) and "cut" not in node:
         node["cut"] = f"{length - len(children)} more items"
@@ -250,7 +258,7 @@ def _items(value: Any, kind: type, bounds: Bounds) -> tuple[list[tuple[str, Any]
         for key, item in dict.items(value):
             if len(pairs) == limit:
                 break
-            pairs.append((_key_name(key, bounds), item))
+            pairs.append((_key_name(key), item))
         return pairs, dict.__len__(value)
     sequence: Any
     for sequence in (list, tuple):
@@ -269,12 +277,25 @@ def _items(value: Any, kind: type, bounds: Bounds) -> tuple[list[tuple[str, Any]
     return None, 0
 
 
-def _key_name(key: object, bounds: Bounds) -> str:
+def _key_name(key: Any, nested: int = 0) -> str:
+    """A dict key as a name, whatever its type, read as :func:`_read` reads values (a ``str``
+    subclass, bytes, a tuple of names, an enum's member name): secrets are found by it. Classes
+    are told apart by identity and ``issubclass``: comparing them would run a metaclass."""
     kind = type(key)
-    if kind is str:
-        return str(key)[: bounds.chars]
-    if kind in _SCALARS:
-        return repr(key)[: bounds.chars]
+    if issubclass(kind, str):
+        return str.__str__(key)
+    if issubclass(kind, (bytes, bytearray)):
+        base: Any = bytes if issubclass(kind, bytes) else bytearray
+        return repr(bytes(base.__getitem__(key, slice(0, 4096))))
+    if issubclass(kind, _SCALARS):
+        scalar: Any = _SCALAR_IDS.get(id(kind)) or next(t for t in _SCALARS if issubclass(kind, t))
+        return str(scalar.__repr__(key))
+    if issubclass(kind, tuple) and nested < 3:
+        items: Any = tuple.__getitem__(key, slice(0, 8))
+        return "(" + ", ".join(_key_name(item, nested + 1) for item in items) + ")"
+    member = dict(_attributes(key, kind)).get("_name_")  # an enum member
+    if type(member) is str:
+        return f"{_type_name(kind)}.{member}"
     return f"<{_type_name(kind)}>"
 
 
@@ -293,7 +314,7 @@ def _object(value: Any, kind: type, bounds: Bounds, budget: _Budget, depth: int)
         if not budget.take(len(name) + _NODE_OVERHEAD):
             node["cut"] = "capture size"
             break
-        children.append({"name": name, **_named(name, item, bounds, budget, depth + 1)})
+        children.append(_named(name, item, bounds, budget, depth + 1))
     node["children"] = children
     if len(attributes) > len(children) and "cut" not in node:
         node["cut"] = f"{len(attributes) - len(children)} more attributes"
@@ -328,24 +349,11 @@ def _array(value: Any, kind: type, bounds: Bounds) -> Node | None:
     """A torch tensor or numpy array: shape, dtype, device, and small CPU values."""
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(kind, torch.Tensor):
-        if kind not in (torch.Tensor, torch.nn.Parameter):
-            # A subclass (DTensor, a wrapper) runs Python of its own on every access.
-            return {
-                "type": _type_name(kind),
-                "value": f"<{_type_name(kind)}>",
-                "cut": "a tensor subclass is not read",
-            }
-        shape, dtype, device = list(value.shape), str(value.dtype), str(value.device)
-        node: Node = {
-            "type": _type_name(kind), "shape": shape, "dtype": dtype, "device": device,
-            "value": f"tensor{tuple(shape)} {dtype.removeprefix('torch.')} on {device}",
-        }  # fmt: skip
-        small = value.device.type == "cpu" and value.numel() <= _SMALL_ARRAY
-        if small and not value.is_sparse:
-            node["values"] = _cut_text(repr(value.detach().tolist()), bounds)
-        elif value.numel():
-            node["cut"] = "values of a large or device tensor are not read"
-        return node
+        try:
+            return _tensor(value, kind, torch, bounds)
+        except Exception as exc:  # a kind of tensor that cannot say what it holds
+            return {"type": _type_name(kind), "value": f"<{_type_name(kind)}>",
+                    "cut": f"not read: {_type_name(type(exc))}"}  # fmt: skip
     numpy = sys.modules.get("numpy")
     if numpy is not None and kind is numpy.ndarray:
         node = {"type": "numpy.ndarray", "shape": list(value.shape), "dtype": str(value.dtype),
@@ -356,6 +364,40 @@ def _array(value: Any, kind: type, bounds: Bounds) -> Node | None:
             node["cut"] = "values of a large array are not read"
         return node
     return None
+
+
+def _tensor(value: Any, kind: type, torch: Any, bounds: Bounds) -> Node:
+    if kind is not torch.Tensor and kind is not torch.nn.Parameter:
+        # A subclass (DTensor, a wrapper) runs Python of its own on every access.
+        return {
+            "type": _type_name(kind),
+            "value": f"<{_type_name(kind)}>",
+            "cut": "a tensor subclass is not read",
+        }
+    if value.is_nested:  # its sizes differ per item: it has no one shape
+        return {
+            "type": _type_name(kind),
+            "value": "nested tensor",
+            "dtype": str(value.dtype),
+            "device": str(value.device),
+            "cut": "a nested tensor's values are not read",
+        }
+    shape, dtype, device = list(value.shape), str(value.dtype), str(value.device)
+    node: Node = {
+        "type": _type_name(kind), "shape": shape, "dtype": dtype, "device": device,
+        "value": f"tensor{tuple(shape)} {dtype.removeprefix('torch.')} on {device}",
+    }  # fmt: skip
+    if not value.numel():
+        return node
+    if value.layout is not torch.strided:
+        node["cut"] = f"values of a {str(value.layout).removeprefix('torch.')} tensor are not read"
+    elif value.is_quantized:
+        node["cut"] = "values of a quantized tensor are not read"
+    elif value.device.type != "cpu" or value.numel() > _SMALL_ARRAY:
+        node["cut"] = "values of a large or device tensor are not read"
+    else:
+        node["values"] = _cut_text(repr(value.detach().tolist()), bounds)
+    return node
 
 
 def _cut_text(text: str, bounds: Bounds) -> str:
@@ -403,12 +445,33 @@ def _type_name(kind: type) -> str:
     return name
 
 
-def _source(path: str, line: int, module_globals: dict[str, Any], bounds: Bounds) -> Node:
-    """The lines around ``line``, so the capture shows its code after the worker is gone."""
-    lines = linecache.getlines(path, module_globals)
+def _is_environment(kind: type) -> bool:
+    """``os.environ``, ``os.environb`` or a subclass: redacted whole (every secret a job was
+    given is in it, under its own variables' names). By identity along the class's own MRO."""
+    mro = type.__dict__["__mro__"].__get__(kind)
+    return any(klass is os._Environ for klass in mro)
+
+
+def _source(path: str, line: int, bounds: Bounds) -> Node:
+    """The lines around ``line``, so the capture shows its code after the worker is gone. Read
+    from the file (or linecache's copy of it), never through a module's loader: a loader's
+    ``get_source`` is the program's code."""
+    cached = linecache.cache.get(path)
+    if cached is not None and len(cached) == 1:  # a loader's promise, not lines
+        lines = _file_lines(path)
+    else:
+        lines = linecache.getlines(path)  # no module globals: files only
     first = max(1, line - bounds.context_lines)
     last = min(len(lines), line + bounds.context_lines)
     return {
         "first": first,
         "lines": [text.rstrip("\n")[: bounds.chars * 2] for text in lines[first - 1 : last]],
     }
+
+
+def _file_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.readlines(8 * 2**20)
+    except (OSError, ValueError):
+        return []

@@ -33,6 +33,7 @@ from typing import Any
 from raydap.live import to_bridge
 from raydap.live.capture_values import Bounds, read_frames, read_traceback, read_value
 from raydap.live.collectives import job_of
+from raydap.live.redact import Redactor
 from raydap.protocol.extension import CAPTURE
 
 log = logging.getLogger(__name__)
@@ -260,7 +261,8 @@ def _learn(point_id: str, settings: str) -> _Point:
     limits = Limits(**{k: given[k] for k in Limits.__dataclass_fields__ if k in given})
     condition = given.get("condition")
     rank, job = given.get("rank"), given.get("job")
-    bounds = Bounds(**{k: given[k] for k in ("frames", "depth", "items", "chars") if k in given})
+    bounds = Bounds(**{k: given[k] for k in ("frames", "depth", "items", "chars") if k in given},
+                    redactor=Redactor.from_settings(given))  # fmt: skip
     point = _Point(
         point_id, limits, rank if isinstance(rank, int) else None,
         job if isinstance(job, str) else None,

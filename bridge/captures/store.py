@@ -33,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.bridge.captures import intake
 from raydap.bridge.workers.registry import Registry
+from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
+from raydap.live.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +113,12 @@ class Captures:
         most: int = 10_000,
         most_bytes: int = 256 * 2**20,
         point_bytes: int = 64 * 2**20,
+        redactor: Redactor = DEFAULT_REDACTOR,
     ) -> None:
+        """``redactor``: what a capture's values hide, whatever the worker hid already (its
+        raydap may be older, or not given the project's own patterns)."""
         self.registry = registry
+        self.redactor = redactor
         self.directory = directory
         self.most, self.most_bytes, self.point_bytes = most, most_bytes, point_bytes
         self._kept: OrderedDict[str, tuple[Capture, int]] = OrderedDict()
@@ -218,12 +224,19 @@ class Captures:
                 pid=record.pid if record else None, time=told.time,
                 path=top.path, line=top.line, function=top.function,
                 point=told.point, exception=told.exception, truncated=told.cut,
-                hit=told.hit, frames=[f.model_dump(exclude_none=True) for f in told.frames],
+                hit=told.hit, frames=[self._redacted(f) for f in told.frames],
                 thread=told.thread, cost_ms=told.cost_ms, cpu_ms=told.cpu_ms,
             )  # fmt: skip
         except ValidationError as exc:
             self._refuse(rid, f"it does not read as a capture: {exc.errors()[:1]}")
             return None
+
+    def _redacted(self, frame: intake.Frame) -> dict[str, Any]:
+        """A frame as kept: its locals' secrets hidden (never its source: that is code)."""
+        kept = frame.model_dump(exclude_none=True)
+        if frame.locals is not None:
+            kept["locals"] = self.redactor.nodes(frame.locals)
+        return kept
 
     def add(self, capture: Capture) -> bool:
         """Keep ``capture`` (and write it down); False when its point has no room left."""

@@ -26,6 +26,8 @@ from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.naming import from_task
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.live import IDENTITY_VARIABLES
+from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
+from raydap.live.redact import Redactor
 
 #: How long one worker may take to report its stack.
 PER_WORKER_TIMEOUT = 5.0
@@ -45,6 +47,8 @@ class StackOptions:
     native: bool = False
     #: Ray's and Python's own frames too.
     all_frames: bool = False
+    #: What locals hide, for every role (py-spy's reprs hold what the program holds).
+    redactor: Redactor = DEFAULT_REDACTOR
 
     @property
     def py_spy_flags(self) -> tuple[str, ...]:
@@ -233,12 +237,21 @@ async def stacks(
             key = f"{record.id}/{thread.name}" if options.all_threads else record.id
             read[key] = thread.frames if options.all_frames else fold(thread.frames)
     shown = {key.split("/", 1)[0] for key in read}
+    if options.locals:
+        read = {key: _redacted(frames, options.redactor) for key, frames in read.items()}
     return {
         "tree": merge(read).model_dump(exclude_none=True),
         "workers": [r.model_dump(mode="json") for r in (*held, *shown_running) if r.id in shown],
         "failed": failed,
         "all_frames": options.all_frames,
     }
+
+
+def _redacted(frames: list[Frame], redactor: Redactor) -> list[Frame]:
+    return [
+        f if f.locals is None else f.model_copy(update={"locals": redactor.mapping(f.locals)})
+        for f in frames
+    ]
 
 
 def _with_rank(record: BreakpointRecord, reading: Reading) -> BreakpointRecord:

@@ -44,6 +44,8 @@ from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.ranks import rank_from_environment
 from raydap.bridge.workers.records import RecordState
 from raydap.live import IDENTITY_VARIABLES
+from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
+from raydap.live.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +80,11 @@ class HangWatch:
         scope: str = "live",
         clock: Callable[[], float] = time.time,
         reports: HangReports | None = None,
+        redactor: Redactor = DEFAULT_REDACTOR,
     ) -> None:
+        """``redactor``: what the reports' locals hide."""
         self.holder = holder
+        self.redactor = redactor
         self.remote = remote
         self.judge = HangJudge(hang_after)
         self.interval = interval
@@ -253,7 +258,10 @@ class HangWatch:
         finding = found.finding if found is not None else None
         try:
             merged_stacks = await stacks(
-                self.holder, WorkerFilter(job=verdict.job), self.remote, StackOptions(locals=True)
+                self.holder,
+                WorkerFilter(job=verdict.job),
+                self.remote,
+                StackOptions(locals=True, redactor=self.redactor),
             )
         except Exception as exc:  # the stacks are a part of the report, not a condition of it
             log.warning("job %s: its stacks could not be read for the report: %s", verdict.job, exc)

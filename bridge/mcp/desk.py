@@ -98,6 +98,13 @@ class Desk:
         ]
         return {"worker": record.id, **facts, "code": "\n".join(numbered)}
 
+    def as_viewer_sees(self, tool: str, answer: Any) -> Any:
+        """A tool's answer as a view token is shown it: live values with their secrets hidden
+        (stacks and captures hide them for everyone already; a debug token can run code)."""
+        if tool == "variables" and isinstance(answer, dict):
+            return {**answer, "variables": self.workers.redactor.variables(answer["variables"])}
+        return answer
+
     async def variables(self, ask: catalog.Variables) -> dict[str, Any]:
         record, frame, listed = await self.workers.variables(ask.worker, ask.frame)
         found = [

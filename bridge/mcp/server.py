@@ -125,6 +125,8 @@ async def _call(
           arguments=ask.model_dump(exclude_defaults=True))  # fmt: skip
     try:
         answer = await asyncio.wait_for(getattr(desk, name)(ask), CALL_LIMIT_S)
+        if token.role != "debug":
+            answer = desk.as_viewer_sees(name, answer)
     except WorkerError as exc:  # the MCP door's one translation: isError, with the kind
         if exc.kind is Kind.PENDING:  # asked and not done yet: an answer, not a failure
             return _result({"pending": [{"id": exc.worker, "reason": str(exc)}]}), "ok"

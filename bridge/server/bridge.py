@@ -117,6 +117,9 @@ class Bridge:
             hold_timeout=settings.hold_timeout,
             observe_request=self.metrics.worker_request,
         )
+        #: The one redactor: what captures, stacks and a view token's values hide.
+        redactor = settings.redactor
+        self.holder.capture_settings = redactor.settings()
         self.discovery = Discovery(
             self.dashboard,
             on_paused=self.holder.hold,
@@ -159,6 +162,7 @@ class Bridge:
                     max_reports=settings.hang_reports_kept,
                     max_bytes=settings.hang_reports_mb * 2**20,
                 ),
+                redactor=redactor,
             )
             if settings.hang_watch != "off"
             else None
@@ -170,7 +174,7 @@ class Bridge:
         #: find their workers through it; HTTP and MCP act through it).
         self.captures = Captures(
             self.registry, settings.captures, most=settings.captures_kept,
-            most_bytes=settings.captures_mb * 2**20,
+            most_bytes=settings.captures_mb * 2**20, redactor=redactor,
         )  # fmt: skip
         self.holder.on_capture = self.captures.told
         self.metrics.count_captures(self.captures)
@@ -183,6 +187,7 @@ class Bridge:
             capturing=CaptureService(
                 self.captures, self.points, self.live.configuration if self.live else {}
             ),
+            redactor=redactor,
         )  # fmt: skip
         #: A failed task's post-mortem stop is captured, then let go unless someone looks.
         self.post_mortems = PostMortems(
@@ -214,6 +219,7 @@ class Bridge:
             limiter=self.limiter,
             handshake_timeout=settings.handshake_timeout,
             sessions=self.sessions,
+            redactor=redactor,
         )
         self.http_address: tuple[str, int] = ("", 0)
         self.dap_address: tuple[str, int] = ("", 0)

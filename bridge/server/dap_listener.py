@@ -12,6 +12,8 @@ from typing import Any
 from raydap.adapter import ClientSession, StreamChannel
 from raydap.adapter.session import Audit, Authorize, Resolver
 from raydap.bridge.server.limits import ConnectionLimiter
+from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
+from raydap.live.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +29,16 @@ class DapListener:
         limiter: ConnectionLimiter | None = None,
         handshake_timeout: float = 10.0,
         sessions: set[ClientSession] | None = None,
+        redactor: Redactor = DEFAULT_REDACTOR,
     ) -> None:
+        """``redactor``: what a view token's sessions hide (the bridge's ``--redact``)."""
         self._resolve = resolve
         self._capabilities = capabilities
         self._authorize = authorize
         self._audit = audit
         self._limiter = limiter or ConnectionLimiter()
         self._handshake_timeout = handshake_timeout
+        self._redactor = redactor
         #: The sessions being served (shared with the WebSocket door: see ``Bridge.sessions``).
         self.sessions: set[ClientSession] = set() if sessions is None else sessions
         self._server: asyncio.Server | None = None
@@ -67,6 +72,7 @@ class DapListener:
             authorize=self._authorize,
             audit=self._audit,
             handshake_timeout=self._handshake_timeout,
+            redactor=self._redactor,
         )
         self.sessions.add(session)
         log.info("DAP client connected from %s", session.peer)

@@ -515,6 +515,7 @@ async def dap_socket(request: web.Request) -> web.StreamResponse:
             authorize=lambda arguments: token,  # checked on the upgrade request
             audit=services.audit.record,
             handshake_timeout=services.handshake_timeout,
+            redactor=services.workers.redactor,
         )
 
 

@@ -13,10 +13,14 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from raydap.bridge.cluster.locate import is_loopback
+from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
+from raydap.live.redact import Redactor
 
 Port = Annotated[int, Field(ge=0, le=65535)]
 #: A list given as one comma-separated flag or variable.
 Names = Annotated[list[str], NoDecode]
+#: A list given as one space-separated flag or variable (a regular expression may hold commas).
+Patterns = Annotated[list[str], NoDecode]
 
 
 def default_runtime_dir() -> Path:
@@ -78,6 +82,11 @@ class Settings(BaseSettings):
         description="more browser origins to accept, comma-separated (https://proxy.example)",
     )
     audit_log: Path | None = Field(None, description="append a JSON line per attach, continue ...")
+    redact: Patterns = Field(
+        default_factory=list,
+        description="more secrets to hide, space-separated name:GLOB or value:REGEX items "
+        "(docs/security.md lists those always hidden)",
+    )
     tls_cert: Path | None = Field(None, description="serve HTTP, WebSocket and DAP over TLS")
     tls_key: Path | None = Field(None, description="the key of --tls-cert")
     max_connections: int = Field(256, ge=1, description="connections in total")
@@ -135,6 +144,19 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
+
+    @field_validator("redact", mode="before")
+    @classmethod
+    def _patterns(cls, value: Any) -> Any:
+        items = value.split() if isinstance(value, str) else value
+        if isinstance(items, list):
+            DEFAULT_REDACTOR.with_patterns(str(item) for item in items)  # says what is wrong
+        return items
+
+    @property
+    def redactor(self) -> Redactor:
+        """The one redactor: the defaults and the project's own patterns."""
+        return DEFAULT_REDACTOR.with_patterns(self.redact)
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:

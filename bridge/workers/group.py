@@ -14,6 +14,8 @@ from raydap.adapter import State, Upstream, UpstreamError
 from raydap.adapter.errors import Kind
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
+from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
+from raydap.live.redact import Redactor
 
 T = TypeVar("T")
 
@@ -110,7 +112,7 @@ async def evaluate_all(
     ]
 
 
-async def _snapshot_one(upstream: Upstream, max_frames: int) -> dict[str, Any]:
+async def _snapshot_one(upstream: Upstream, max_frames: int, redactor: Redactor) -> dict[str, Any]:
     thread_id, frames = await upstream.stack(levels=max_frames)
     scopes = await upstream.request("scopes", {"frameId": frames[0]["id"]})
     local_vars: dict[str, str] = {}
@@ -128,14 +130,17 @@ async def _snapshot_one(upstream: Upstream, max_frames: int) -> dict[str, Any]:
         }
         for f in frames
     ]
-    return {"thread_id": thread_id, "stack": stack, "locals": local_vars}
+    return {"thread_id": thread_id, "stack": stack, "locals": redactor.mapping(local_vars)}
 
 
 async def snapshot(
-    holder: Holder, where: WorkerFilter, max_frames: int = 50
+    holder: Holder,
+    where: WorkerFilter,
+    max_frames: int = 50,
+    redactor: Redactor = DEFAULT_REDACTOR,
 ) -> list[dict[str, Any]]:
-    """Stacks and top-frame locals of every matching held worker."""
-    answers = await _each(_stopped(holder, where), lambda u: _snapshot_one(u, max_frames))
+    """Stacks and top-frame locals of every matching held worker (secrets hidden)."""
+    answers = await _each(_stopped(holder, where), lambda u: _snapshot_one(u, max_frames, redactor))
     return [
         {"id": rid, "error": str(a)} if isinstance(a, UpstreamError) else {"id": rid, **a}
         for rid, a in answers

@@ -114,6 +114,8 @@ class Holder:
         self.watchers: list[Callable[[str, Upstream], None]] = []
         #: Told of each capture event a worker sends: ``(record id, body)`` (:mod:`.captures`).
         self.on_capture: Callable[[str, object], None] | None = None
+        #: What each capture point given to a worker carries (the bridge's ``--redact``).
+        self.capture_settings: dict[str, Any] = {}
         #: Told of a paused worker whose debug port refuses (see :mod:`.rescue`).
         self.on_refused: Callable[[BreakpointRecord], object] | None = None
 
@@ -287,6 +289,7 @@ class Holder:
         child_pid = record.pid if record.parent is not None else None
         options = self._options(record)
         upstream = Upstream(channel, name=record.label, child_pid=child_pid, **options)
+        upstream.breakpoints.capture_settings = self.capture_settings
         upstream.stops_in_ray_hook = stops_in_ray_hook
         # Set before the handshake: debugpy names waiting children as soon as it is done.
         upstream.on_child = lambda pid: self.hold_child(record.id, pid)
@@ -445,6 +448,7 @@ class Holder:
     def adopt(self, record: BreakpointRecord, channel: Channel, carried: Carried) -> None:
         """Hold a worker whose connection an earlier bridge held, as it stood there."""
         upstream = Upstream.adopt(channel, carried, name=record.label, **self._options(record))
+        upstream.breakpoints.capture_settings = self.capture_settings
         upstream.on_child = lambda pid: self.hold_child(record.id, pid)
         self.registry.put(record.model_copy(update={"clients": 0}))
         self.holds.step(record.id, Step.ADOPTED)

@@ -4,9 +4,13 @@ sleeps or recurses) is read from its structure, and a huge one is read short."""
 
 from __future__ import annotations
 
+import enum
 import json
+import linecache
+import os
 import sys
 import time
+import warnings
 from collections import OrderedDict
 from typing import Any
 
@@ -14,6 +18,7 @@ import numpy
 import pytest
 
 from raydap.live.capture_values import REDACTED, Bounds, read_frames, read_value
+from raydap.live.redact import BadPattern, Redactor
 
 CALLED: list[str] = []
 
@@ -164,6 +169,114 @@ def test_secret_names_are_redacted_at_every_level() -> None:
     assert child(local["settings"], "user")["value"] == "'me'"
     values = json.dumps([f.get("locals") for f in frames])  # the source is the code, as written
     assert "s3cr3t" not in values and "hunter2" not in values
+
+
+class Shade(enum.Enum):
+    AWS_SECRET_ACCESS_KEY = 1
+
+
+class Meta(type):
+    def __eq__(cls, other: object) -> bool:
+        CALLED.append("metaclass eq")
+        return False
+
+    __hash__ = type.__hash__
+
+
+class Compared(metaclass=Meta):
+    """A key whose class compares by running code."""
+
+
+SECRET_TEXTS = {
+    "header": "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload",
+    "url": "postgres://admin:hunter2@db.internal:5432/x",
+    "aws": "AKIAABCDEFGHIJKLMNOP",
+    "hf": "hf_" + "a1B2" * 9,
+    "openai": "sk-" + "x" * 24,
+    "github": "ghp_" + "A" * 36,
+    "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIE...",
+}
+
+
+def test_secrets_are_found_under_keys_of_any_type_and_in_values() -> None:
+    """Found on main: a key that is not a plain ``str`` was shown as ``<bytes>`` and its value
+    never checked, a key was cut before it was checked, and values were never looked at."""
+    settings: dict[Any, Any] = {
+        b"HF_TOKEN": "bytes-key", ("aws", "secret"): "tuple-key", LyingStr("db_password"): "sub",
+        Shade.AWS_SECRET_ACCESS_KEY: "enum-key", "x" * 300 + "_token": "long-key",
+        Compared(): "meta", "user": "me", **SECRET_TEXTS,
+    }  # fmt: skip
+    node = read_value(settings, Bounds(items=100))
+    shown = json.dumps(node)
+    for leaked in ("bytes-key", "tuple-key", "sub", "enum-key", "long-key", *SECRET_TEXTS.values()):
+        assert leaked not in shown, leaked
+    assert "'me'" in shown and "'meta'" in shown  # what is no secret stays
+    [member] = [c for c in node["children"] if c["name"].endswith("Shade.AWS_SECRET_ACCESS_KEY")]
+    assert member["value"] == REDACTED
+
+
+def test_the_environment_is_redacted_whole() -> None:
+    """``os.environ`` is read as an object whose ``_data`` holds bytes keys: every variable, an
+    ``HF_TOKEN`` among them, showed under any local name."""
+    os.environ["RAYDAP_TEST_ENV_SECRET"] = "plain-value-of-a-secret"
+    try:
+        for mapping in (os.environ, os.environb):
+            node = read_value({"env": mapping}, Bounds())
+            assert child(node, "env")["value"] == REDACTED
+            assert "plain-value-of-a-secret" not in json.dumps(node)
+    finally:
+        del os.environ["RAYDAP_TEST_ENV_SECRET"]
+
+
+def test_a_project_adds_its_own_patterns() -> None:
+    redactor = Redactor().with_patterns(["name:*ssn*", r"value:\bEMP-[0-9]{6}\b"])
+    node = read_value({"user_ssn": "123", "badge": "EMP-123456", "n": 1}, Bounds(redactor=redactor))
+    assert (
+        child(node, "user_ssn")["value"] == REDACTED and child(node, "badge")["value"] == REDACTED
+    )
+    assert child(node, "n")["value"] == "1"
+    with pytest.raises(BadPattern, match="name:GLOB or value:REGEX"):
+        Redactor().with_patterns(["ssn"])
+    assert Redactor.from_settings(redactor.settings()) == redactor  # as a point carries it
+
+
+def test_a_loaders_get_source_is_never_called(tmp_path: Any) -> None:
+    class Loader:
+        def get_source(self, name: str) -> str:
+            CALLED.append("get_source")
+            return "x = 1\n"
+
+    path = str(tmp_path / "not_on_disk.py")
+    linecache.lazycache(path, {"__name__": "m", "__loader__": Loader()})
+    code = compile("def f():\n    import sys\n    return sys._getframe()\n", path, "exec")
+    namespace: dict[str, Any] = {"__loader__": Loader(), "__name__": "m"}
+    exec(code, namespace)
+    frames, _ = read_frames(namespace["f"](), Bounds())
+    assert frames[0]["path"] == path and frames[0]["source"]["lines"] == []
+    linecache.cache.pop(path, None)
+
+
+def test_tensors_that_cannot_give_their_values_keep_the_capture() -> None:
+    """Found on main: these lost the whole capture, silently."""
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():  # each kind is a prototype or deprecated: as users have it
+        warnings.simplefilter("ignore")
+        nested = torch.nested.nested_tensor([torch.arange(2.0), torch.arange(3.0)])
+        quantized = torch.quantize_per_tensor(torch.arange(4.0), 0.1, 0, torch.quint8)
+        csr = torch.arange(4.0).reshape(2, 2).to_sparse_csr()
+    coo = torch.arange(4.0).reshape(2, 2).to_sparse()
+
+    def frame_kept() -> Any:
+        values = [nested, quantized, csr, coo]  # noqa: F841 (read from the frame)
+        return sys._getframe()
+
+    frames, _ = read_frames(frame_kept(), Bounds())
+    [listed] = [v for v in frames[0]["locals"] if v["name"] == "values"]
+    cuts = [c["cut"] for c in listed["children"]]
+    assert cuts == ["a nested tensor's values are not read",
+                    "values of a quantized tensor are not read",
+                    "values of a sparse_csr tensor are not read",
+                    "values of a sparse_coo tensor are not read"]  # fmt: skip
 
 
 def test_frames_carry_their_source_and_locals_only_at_the_top() -> None:
