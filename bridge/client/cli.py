@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticUndefined
 
 from raydap.adapter.errors import invalid_fields
-from raydap.bridge.client import capture_cli
+from raydap.bridge.client import capture_cli, terminal
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
 from raydap.bridge.client.render import breakpoints_table, table
 from raydap.bridge.client.render_stacks import hang_report, saved_report, stack_tree
@@ -205,6 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with terminal.escaped():  # what a job wrote never acts on the operator's terminal
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -255,7 +260,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(json.dumps(records, indent=2))
         else:
             if args.watch:
-                print("\x1b[2J\x1b[H", end="")
+                terminal.control("\x1b[2J\x1b[H")
             what = "held workers" if args.all else "paused workers"
             print(breakpoints_table(records, what), flush=True)
         if not args.watch:
@@ -349,7 +354,8 @@ def cmd_hangs(args: argparse.Namespace) -> int:
         if not args.watch:
             print(text)
             return 1 if any(j["state"] == "suspected_hang" for j in answer["jobs"]) else 0
-        print("\033[2J\033[H" + text, flush=True)
+        terminal.control("\x1b[2J\x1b[H")
+        print(text, flush=True)
         time.sleep(2)
 
 

@@ -9,11 +9,11 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol, TypeVar
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from raydap.adapter import ClientSession
 from raydap.adapter.errors import Kind, WorkerError, invalid_fields
@@ -67,6 +67,7 @@ class Services:
 
 
 SERVICES = web.AppKey("services", Services)
+Q = TypeVar("Q", bound=BaseModel)
 TOKEN = web.RequestKey("token", Token)
 
 
@@ -166,6 +167,37 @@ async def _body(request: web.Request, model: type[BaseModel]) -> Any:
     except ValidationError as exc:
         problems = "; ".join(invalid_fields(exc, whole="body"))
         raise _error(web.HTTPBadRequest, f"bad request body: {problems}") from None
+
+
+def _query(request: web.Request, model: type[Q]) -> Q:
+    """A route's query parameters as ``model`` reads them, or 400 with what is wrong."""
+    try:
+        return model.model_validate(dict(request.query))
+    except ValidationError as exc:
+        problems = "; ".join(invalid_fields(exc, whole="query"))
+        raise _error(web.HTTPBadRequest, f"bad query: {problems}") from None
+
+
+class CapturesQuery(BaseModel):
+    """``GET /api/v1/captures``: which captures."""
+
+    model_config = ConfigDict(extra="forbid")
+    job: str | None = Field(None, max_length=64)
+    rank: Annotated[int, Field(ge=0, le=2**31)] | None = None
+    point: str | None = Field(None, max_length=64)
+    kind: CaptureKind | None = None
+
+    @field_validator("rank", mode="before")
+    @classmethod
+    def _ascii_digits(cls, value: object) -> object:
+        if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+            raise ValueError("a rank is a number such as 0 or 12")
+        return value
+
+
+class ShowQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    expression: str = Field(min_length=1, max_length=1000, description="what to show: loss")
 
 
 def _audit(request: web.Request, action: str, **details: Any) -> None:
@@ -443,26 +475,17 @@ async def clear_capture_point(request: web.Request) -> web.Response:
 
 async def show_capture_point(request: web.Request) -> web.Response:
     """One expression over the point's latest capture of each rank: side by side."""
-    expression = request.query.get("expression", "")
-    if not expression:
-        raise _error(web.HTTPBadRequest, "say what to show: ?expression=loss")
+    expression = _query(request, ShowQuery).expression
     rows = request.app[SERVICES].workers.captures.show(request.match_info["id"], expression)
     return web.json_response({"point": request.match_info["id"], "expression": expression,
                               "ranks": rows})  # fmt: skip
 
 
 async def list_captures(request: web.Request) -> web.Response:
-    query = request.query
-    rank = query.get("rank")
-    kind = query.get("kind")
-    if rank is not None and not rank.isdigit():
-        raise _error(web.HTTPBadRequest, f"rank must be a number, not {rank[:20]!r}")
-    if kind is not None and kind not in {k.value for k in CaptureKind}:
-        raise _error(web.HTTPBadRequest, "kind is point or exception")
+    query = _query(request, CapturesQuery)
     found = request.app[SERVICES].workers.captures.list_captures(
-        job=query.get("job"), rank=int(rank) if rank is not None else None,
-        point=query.get("point"), kind=CaptureKind(kind) if kind else None,
-    )  # fmt: skip
+        job=query.job, rank=query.rank, point=query.point, kind=query.kind
+    )
     return web.json_response({"captures": [c.model_dump(mode="json") for c in found]})
 
 

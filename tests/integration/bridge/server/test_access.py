@@ -14,6 +14,7 @@ import ssl
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -249,6 +250,41 @@ def test_random_http_requests_get_client_errors_not_crashes(
             assert "error" in json.loads(exc.read()), (method, path, body)
     assert status < 500, (method, path, body)
     assert get(secured, "/healthz", None) == 200  # and the bridge still answers
+
+
+#: The GET routes that read query parameters, and the names they read.
+QUERIED = {
+    "/api/v1/captures": ["job", "rank", "point", "kind"],
+    "/api/v1/stacks": ["job", "task", "actor", "node", "locals", "native", "all_threads",
+                       "all_frames"],
+    "/api/v1/capture-points/cp-0000000000/show": ["expression"],
+    "/api/v1/hangs": ["job"],
+    "/api/v1/workers": ["job"],
+}  # fmt: skip
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    route=st.sampled_from(sorted(QUERIED)),
+    pairs=st.lists(
+        st.tuples(
+            st.sampled_from(sorted({n for names in QUERIED.values() for n in names} | {"x"})),
+            st.one_of(st.text(max_size=30), st.sampled_from(["²", "-1", "1e9", "9" * 40, "0"])),
+        ),
+        max_size=4,
+    ),
+)
+def test_any_query_parameters_get_an_answer_never_a_server_error(
+    secured: BridgeProcess, route: str, pairs: list[tuple[str, str]]
+) -> None:
+    """Found on main: ``GET /api/v1/captures?rank=²`` answered 500 (``"²".isdigit()``)."""
+    assert get(secured, "/api/v1/captures?rank=%C2%B2", BOB) == 400
+    query = urllib.parse.urlencode(pairs)
+    status = get(secured, f"{route}?{query}", BOB)
+    assert status < 500, (route, pairs)
+    assert status in (200, 400, 404), (route, pairs, status)
 
 
 def test_the_legacy_pdb_relay_needs_a_debug_token_and_a_legacy_breakpoint(

@@ -1,8 +1,10 @@
 import pytest
 
 from raydap.adapter.quirks import exception_line
+from raydap.bridge.client.api_client import ApiClient
 from raydap.bridge.client.cli import build_parser, main
 from raydap.bridge.client.render import breakpoints_table, duration
+from raydap.bridge.client.terminal import shown
 from raydap.bridge.server.settings import Settings, cli_fields
 
 
@@ -92,3 +94,20 @@ def test_a_port_that_cannot_be_bound_is_said_in_one_plain_line() -> None:
         f"cannot listen on 127.0.0.1:{port}: Address already in use "
         "(pick another with --dap-port, or --host)"
     )
+
+
+def test_text_from_a_job_reaches_the_terminal_with_its_control_characters_escaped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found on main: an OSC 52 clipboard write in an exception's text got through."""
+    osc52 = "\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07"
+    capture = {"id": "cap-000000000001", "kind": "exception", "job": "02000000",
+               "worker": "w1", "rank": 0, "node": "10.0.0.3", "pid": 81, "time": 0.0,
+               "path": f"/job/{osc52}.py", "line": 3, "function": "f\u202eroot",
+               "point": None, "exception": f"ValueError: {osc52}", "truncated": False}  # fmt: skip
+    monkeypatch.setattr(ApiClient, "get", lambda self, path: {"captures": [capture]})
+    assert main(["captures"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "\\x1b]52;c;" in out and "\\u202e" in out  # shown, escaped, not acted on
+    assert shown("line one\n\tline two") == "line one\n\tline two"
