@@ -21,6 +21,7 @@ from raydap.adapter.breakpoints import spec_of
 from raydap.adapter.capture_points import MODE, SETTINGS, point_id, tag
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.workers.holder import Holder
+from raydap.live import private
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +116,8 @@ class Points:
     def save(self) -> None:
         if self.directory is None:
             return
-        path = self.directory / FILE
-        temporary = path.with_suffix(".tmp")
-        try:
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(descriptor, "w") as file:
-                json.dump(self._points, file)
-            os.replace(temporary, path)
+        try:  # a new owner-only file renamed over the old: no link is followed
+            private.write_whole(self.directory / FILE, json.dumps(self._points).encode())
         except OSError as exc:
             log.warning("capture points kept in memory only: %s", exc)
 

@@ -48,6 +48,8 @@ def _private_folder(*parts: str) -> str:
             found = os.lstat(base)
             if stat.S_ISLNK(found.st_mode) or found.st_uid != os.getuid():
                 raise PermissionError(f"{base} is a link or another user's")
+            if found.st_mode & 0o077:  # ours but open to others (made by hand): tightened
+                os.chmod(base, 0o700)
             os.makedirs(folder, mode=0o700, exist_ok=True)
             return folder
         except OSError as exc:
@@ -59,7 +61,8 @@ def _handler_file(name: str, source: str) -> str:
     """Where a handler is written: a directory only this user may write to."""
     folder = _private_folder()
     path = os.path.join(folder, f"{name}.py")
-    with open(path, "w") as file:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    with os.fdopen(os.open(path, flags, 0o600), "w") as file:
         file.write(source)
     return path
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from raydap.bridge.hangs.desync import RankDump
+from raydap.live import private
 from raydap.protocol.collectives import Entry
 
 MARKER = "verdict.json"
@@ -117,12 +118,10 @@ class HangReports:
         return folder
 
     def _make_root(self) -> None:
-        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found = os.lstat(self.root)
-        if stat.S_ISLNK(found.st_mode) or found.st_uid != os.getuid():
-            raise PermissionError(f"{self.root} is a link or another user's: not writing there")
-        if found.st_mode & 0o077:
-            os.chmod(self.root, 0o700)
+        try:
+            private.make_folder(self.root)  # its parents too, each made owner-only
+        except private.NotPrivate as exc:
+            raise PermissionError(f"{exc}: not writing there") from None
 
     def prune(self) -> None:
         """Oldest first, until at most ``max_reports`` and ``max_bytes`` are left; the newest
@@ -202,7 +201,7 @@ def _write_set(home: Path, dumps: Sequence[RankDump], world: str | None) -> None
         else:
             index = others.setdefault(dump.identity.world, len(others) + 1)
             sub = home / "other-worlds" / str(index)
-            sub.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private.make_folder(sub)
             _write(sub / f"rank-{dump.identity.rank}", data)
     if others:
         names = {str(i): w for w, i in others.items()}

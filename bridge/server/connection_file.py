@@ -9,12 +9,12 @@ is gone is ignored, and so is one whose pid now belongs to a process that starte
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import psutil
 from pydantic import BaseModel, ValidationError
+
+from raydap.live import private
 
 #: Larger files are not ours.
 MAX_BYTES = 64 * 1024
@@ -29,16 +29,9 @@ class Connection(BaseModel):
 
 def write(directory: Path, connection: Connection) -> Path:
     """Write the file of this bridge; only its owner can read it (it holds a debug token)."""
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    mode = stat.S_IMODE(directory.stat().st_mode)
-    if mode & 0o077:
-        directory.chmod(0o700)
+    private.make_folder(directory)
     path = directory / f"bridge-{connection.pid}.json"
-    partial = path.with_suffix(".tmp")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as file:
-        file.write(connection.model_dump_json())
-    partial.replace(path)
+    private.write_whole(path, connection.model_dump_json().encode())
     return path
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raydap.bridge.server.settings import Settings
+from raydap.live import private
 
 #: The longest path a Unix socket can be bound to on Linux (``sun_path`` less its NUL).
 UNIX_SOCKET_PATH_MAX = 107
@@ -49,9 +50,9 @@ def private_directory(directory: Directory) -> Path:
     of this user in which a file can be made. One that others may read is made owner-only."""
     path = directory.path
     try:
-        path.mkdir(mode=0o700, parents=True)
-    except FileExistsError:
-        pass
+        private.make_folder(path)  # each parent it makes owner-only too
+    except private.NotPrivate:
+        pass  # said below, with the reason and the setting
     except OSError as exc:
         raise DirectoryError(directory, _reason(exc)) from None
     found = os.lstat(path)

@@ -23,6 +23,7 @@ from raydap.bridge.client.dap_relay import relayed_channel
 from raydap.bridge.client.pdb import commands
 from raydap.bridge.client.pdb.debugger import Debugger, SessionEnded
 from raydap.bridge.client.pdb.handlers import QUIT, RESUMED, dispatch
+from raydap.live import private
 
 try:
     import readline
@@ -82,9 +83,14 @@ class History:
         if readline is None:
             return
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not os.path.lexists(self.path):  # made owner-only before anything is in it
+                private.make_folder(self.path.parent)
+                private.open_private(self.path, "a", exclusive=True).close()
+            if not private.is_own_file(self.path):
+                return  # /dev/null, a link, another's file: the history is off, nothing touched
+            with private.open_private(self.path, "a"):
+                pass  # made 0600 if it was not, through the file, never a link's target
             readline.write_history_file(self.path)
-            self.path.chmod(0o600)
         except OSError as exc:
             print(
                 f"raydap: history not kept: cannot write {self.path}: {exc.strerror or exc} "
