@@ -140,6 +140,9 @@ async def k3_hot_line(ray: str, url: str, smoke: bool) -> dict[str, Any]:
             "python": platform.python_version()}  # fmt: skip
 
 
+POINT = "cp-0123456789"
+
+
 def k4_scale(ranks: int) -> dict[str, Any]:
     """The bridge's intake of ``ranks`` captures at once, in this process (simulated ranks)."""
 
@@ -162,7 +165,7 @@ def k4_scale(ranks: int) -> dict[str, Any]:
         registry.put(BreakpointRecord(id=f"w{rank}", node_ip="10.0.0.1", pid=rank,
                                       paused_since=0.0, job_id="01000000", rank=rank))  # fmt: skip
         frames, cut = captured(rank)
-        body = {"point": "cp-0123456789", "hit": 1, "time": time.time(), "frames": frames,
+        body = {"point": POINT, "hit": 1, "time": time.time(), "frames": frames,
                 "cut": cut, "cpu_ms": 1.0, "cost_ms": 1.0}  # fmt: skip
         wire.append(json.dumps({"type": "event", "seq": rank, "event": "raydapCapture",
                                 "body": body}).encode())  # fmt: skip
@@ -171,6 +174,7 @@ def k4_scale(ranks: int) -> dict[str, Any]:
         """Parse every event and keep it; (seconds, peak bytes allocated if traced, store)."""
         with tempfile.TemporaryDirectory() as folder:
             store = Captures(registry, Path(folder))
+            store.point_of = {POINT: {}}.get  # the point is set (by any door)
             if traced:
                 tracemalloc.start()
             started = time.perf_counter()

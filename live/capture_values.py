@@ -43,6 +43,9 @@ _CALLABLES = (
     types.CodeType, types.FrameType, types.TracebackType,
 )  # fmt: skip
 _SMALL_ARRAY = 16
+#: How far past what is shown of a text a secret is looked for: one that starts in the shown
+#: part and runs on is found whole (what is never shown cannot leak).
+_SECRET_SPILL = 256
 #: Locals pydevd puts in a frame at a post-mortem stop (the exception it stopped on).
 _DEBUGGER_LOCALS = frozenset({"__exception__"})
 #: Class names already read (see :func:`_type_name`), bounded.
@@ -214,11 +217,13 @@ def _text(value: Any, kind: type, bounds: Bounds, budget: _Budget) -> Node:
     head: str | bytes
     if issubclass(kind, str):
         text = str.__str__(value)
-        length, head, searched = len(text), text[: bounds.chars], text
+        length, head = len(text), text[: bounds.chars]
+        searched = text[: bounds.chars + _SECRET_SPILL]
     else:
         base: Any = bytes if issubclass(kind, bytes) else bytearray
         length, head = base.__len__(value), bytes(base.__getitem__(value, slice(0, bounds.chars)))
-        searched = bytes(base.__getitem__(value, slice(0, 64 * 1024))).decode("latin-1")
+        searched = bytes(base.__getitem__(value, slice(0, bounds.chars + _SECRET_SPILL)))
+        searched = searched.decode("latin-1")
     if bounds.redactor.secret_value(searched):
         return {"type": _type_name(kind), "value": REDACTED, "cut": "redacted"}
     shown = repr(head)
