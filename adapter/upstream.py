@@ -388,10 +388,10 @@ class Upstream:
             if isinstance(child, int) and not isinstance(child, bool) and child > 0:
                 self.on_child(child)
         elif name == PROCESS_GROUPS and self.on_process_groups is not None:
-            self.on_process_groups(body)
+            self._told(self.on_process_groups, body)
         elif name == CAPTURE:
             if self.on_capture is not None:
-                self.on_capture(body)
+                self._told(self.on_capture, body)
             point, why = body.get("point"), body.get("disabled")
             # The sessions owning it say so. The worker's words are data: a point id of the
             # shape the bridge gives, a bounded reason, and a bounded number of points.
@@ -471,6 +471,14 @@ class Upstream:
         task = asyncio.ensure_future(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _told(self, listener: Callable[[object], None], body: object) -> None:
+        """What a worker says goes to the bridge's listener; a bug there, or a body it could
+        not take, loses that message alone, never the worker's connection."""
+        try:
+            listener(body)
+        except Exception:
+            log.exception("%s: a message of the worker could not be taken", self.name)
 
     def _room_for_point_off(self, point: str) -> bool:
         return point in self.points_off or len(self.points_off) < MAX_POINTS_OFF

@@ -161,16 +161,16 @@ def _locals(frame: types.FrameType, bounds: Bounds, budget: _Budget) -> list[Nod
 def _named(name: str, value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
     """A value under its name: the whole name decides whether it is a secret, then it is cut
     for showing. A value that cannot be read is its type and why, never a lost capture."""
-    shown = name[: bounds.chars]
     if bounds.redactor.secret_name(name):
-        return {"name": shown, "type": _type_name(type(value)), "value": REDACTED,
-                "cut": "redacted"}  # fmt: skip
-    try:
-        return {"name": shown, **_read(value, bounds, budget, depth)}
-    except Exception as exc:  # a value of a kind the reader does not know how to read
-        kind = _type_name(type(value))
-        return {"name": shown, "type": kind, "value": f"<{kind}>",
-                "cut": f"not read: {_type_name(type(exc))}"}  # fmt: skip
+        node: Node = {"type": _type_name(type(value)), "value": REDACTED, "cut": "redacted"}
+    else:
+        try:
+            node = _read(value, bounds, budget, depth)  # a new dict: named in place
+        except Exception as exc:  # a value of a kind the reader does not know how to read
+            kind = _type_name(type(value))
+            node = {"type": kind, "value": f"<{kind}>", "cut": f"not read: {_type_name(type(exc))}"}
+    node["name"] = name if len(name) <= bounds.chars else name[: bounds.chars]
+    return node
 
 
 def _read(value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
@@ -186,8 +186,6 @@ def _read(value: object, bounds: Bounds, budget: _Budget, depth: int) -> Node:
         shown = _callable_name(value, kind)
         budget.take(len(shown) + _NODE_OVERHEAD)
         return {"type": _type_name(kind), "value": shown}
-    if _is_environment(kind):
-        return {"type": _type_name(kind), "value": REDACTED, "cut": "redacted: the environment"}
     if id(value) in budget.seen:
         return {"type": _type_name(kind), "value": "<seen above>", "cut": "cycle"}
     budget.seen.add(id(value))
@@ -222,8 +220,8 @@ def _text(value: Any, kind: type, bounds: Bounds, budget: _Budget) -> Node:
     else:
         base: Any = bytes if issubclass(kind, bytes) else bytearray
         length, head = base.__len__(value), bytes(base.__getitem__(value, slice(0, bounds.chars)))
-        searched = bytes(base.__getitem__(value, slice(0, bounds.chars + _SECRET_SPILL)))
-        searched = searched.decode("latin-1")
+        spilled = bytes(base.__getitem__(value, slice(0, bounds.chars + _SECRET_SPILL)))
+        searched = spilled.decode("latin-1")
     if bounds.redactor.secret_value(searched):
         return {"type": _type_name(kind), "value": REDACTED, "cut": "redacted"}
     shown = repr(head)
@@ -307,6 +305,8 @@ def _key_name(key: Any, nested: int = 0) -> str:
 def _object(value: Any, kind: type, bounds: Bounds, budget: _Budget, depth: int) -> Node:
     """An instance of a class of the program: its attributes, read through the C descriptors
     on its class (a ``__dict__`` or ``__slots__`` the class replaced is not read)."""
+    if _is_environment(kind):
+        return {"type": _type_name(kind), "value": REDACTED, "cut": "redacted: the environment"}
     node: Node = {"type": _type_name(kind), "value": f"<{_type_name(kind)} object>"}
     budget.take(len(node["value"]))
     attributes = _attributes(value, kind)

@@ -37,6 +37,11 @@ SECRET_VALUES = (
     ("an API key", r"\bsk-[A-Za-z0-9_-]{20,}"),
     ("a GitHub token", r"\bghp_[A-Za-z0-9]{36}"),
 )
+#: A piece of text each of those holds: a text with none of them needs no search (most texts,
+#: and a capture reads many: the search is kept off its CPU budget).
+_HINTS = ("earer", "://", "PRIVATE KEY", "AKIA", "hf_", "sk-", "ghp_")
+#: No text shorter than this holds one of them (``a://b:c@``: a URL with a password).
+_SHORTEST = 8
 #: How much of a text is searched for a secret value (a capture cuts values shorter still).
 SEARCHED = 64 * 1024
 
@@ -49,6 +54,13 @@ class BadPattern(ValueError):
 class Redactor:
     names: tuple[str, ...] = SECRET_NAMES
     values: tuple[str, ...] = tuple(pattern for _, pattern in SECRET_VALUES)
+
+    def __post_init__(self) -> None:
+        # Compiled once: a capture asks for every name and text it reads.
+        object.__setattr__(self, "_name", _names(self.names).match)
+        object.__setattr__(self, "_value", _values(self.values).search)
+        extra = tuple(v for v in self.values if v not in _DEFAULT_VALUES)
+        object.__setattr__(self, "_extra", _values(extra).search if extra else None)
 
     def with_patterns(self, patterns: Iterable[str]) -> Redactor:
         """This redactor and a project's own (``name:GLOB`` or ``value:REGEX`` items)."""
@@ -69,10 +81,18 @@ class Redactor:
         return Redactor(tuple(dict.fromkeys(names)), tuple(dict.fromkeys(values)))
 
     def secret_name(self, name: str) -> bool:
-        return _names(self.names).match(name) is not None
+        return self._name(name) is not None  # type: ignore[attr-defined]
 
     def secret_value(self, text: str) -> bool:
-        return _values(self.values).search(text[:SEARCHED]) is not None
+        text = text[:SEARCHED]
+        if self._extra is not None and self._extra(text) is not None:  # type: ignore[attr-defined]
+            return True
+        if len(text) < _SHORTEST:
+            return False
+        for hint in _HINTS:
+            if hint in text:
+                return self._value(text) is not None  # type: ignore[attr-defined]
+        return False
 
     def hides(self, name: str, text: str) -> bool:
         return self.secret_name(name) or self.secret_value(text)
@@ -139,7 +159,7 @@ class Redactor:
         return shown
 
 
-DEFAULT = Redactor()
+_DEFAULT_VALUES = frozenset(pattern for _, pattern in SECRET_VALUES)
 #: The environment's mappings are shown whole as redacted, whatever their names (``os.environ``
 #: holds every secret a job was given, under its own variables' names).
 ENVIRONMENT_TYPES = ("os._Environ", "_Environ")
@@ -166,3 +186,6 @@ def _names(patterns: tuple[str, ...]) -> re.Pattern[str]:
 @functools.lru_cache(maxsize=16)
 def _values(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns))
+
+
+DEFAULT = Redactor()
