@@ -44,8 +44,9 @@ _CALLABLES = (
 )  # fmt: skip
 _SMALL_ARRAY = 16
 #: How far past what is shown of a text a secret is looked for: one that starts in the shown
-#: part and runs on is found whole (what is never shown cannot leak).
-_SECRET_SPILL = 256
+#: part and runs on is found whole (the longest shape is under 64 characters; what is never
+#: shown cannot leak).
+_SECRET_SPILL = 64
 #: Locals pydevd puts in a frame at a post-mortem stop (the exception it stopped on).
 _DEBUGGER_LOCALS = frozenset({"__exception__"})
 #: Class names already read (see :func:`_type_name`), bounded.
@@ -453,6 +454,8 @@ def _type_name(kind: type) -> str:
 def _is_environment(kind: type) -> bool:
     """``os.environ``, ``os.environb`` or a subclass: redacted whole (every secret a job was
     given is in it, under its own variables' names). By identity along the class's own MRO."""
+    if type(kind) is type:  # os._Environ's metaclass is ABCMeta, and so is each subclass's
+        return False
     mro = type.__dict__["__mro__"].__get__(kind)
     return any(klass is os._Environ for klass in mro)
 

