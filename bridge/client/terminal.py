@@ -25,9 +25,11 @@ _ESCAPES = {
 
 
 def shown(text: str) -> str:
-    """``text`` as it may reach a terminal: control characters escaped, newlines and tabs
-    kept."""
-    return text.translate(_ESCAPES)
+    """``text`` as it may reach a terminal: control characters escaped, newlines, tabs and
+    line ends of a carriage return and a newline kept (a legacy pdb's socket sends those); a
+    lone carriage return, which could write over what a line said, is escaped."""
+    escaped = text.translate(_ESCAPES)
+    return escaped.replace("\\x0d\n", "\r\n") if "\r" in text else escaped
 
 
 class Escaped:

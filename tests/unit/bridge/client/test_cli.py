@@ -110,4 +110,5 @@ def test_text_from_a_job_reaches_the_terminal_with_its_control_characters_escape
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     assert "\\x1b]52;c;" in out and "\\u202e" in out  # shown, escaped, not acted on
-    assert shown("line one\n\tline two") == "line one\n\tline two"
+    assert shown("line one\n\tline two\r\n") == "line one\n\tline two\r\n"
+    assert shown("ok\rOWNED") == "ok\\x0dOWNED"  # a lone carriage return would write over
