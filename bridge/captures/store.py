@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.bridge.captures import intake
+from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
 from raydap.live.redact import Redactor
@@ -145,7 +146,8 @@ class Captures:
     def told(self, rid: str, body: object) -> None:
         """A worker's capture event: kept if it reads as one within the bounds
         (:mod:`.intake`), names a point that applies to the worker, and has room. A worker
-        whose record does not know its job yet (held a moment ago) is waited for a little."""
+        whose record does not know its job yet (held a moment ago), or its rank where the
+        worker says it has one, is waited for a little; then it is kept with what is known."""
         try:
             told = intake.check(body)
         except intake.Refused as exc:
@@ -154,32 +156,34 @@ class Captures:
         if told.point is not None and self.point_of(told.point) is None:
             self._refuse(rid, f"capture point {told.point} is not set")
             return
+        # The worker's claim of a rank is no fact; it only says a rank is worth waiting for.
+        ranked = isinstance(body, dict) and body.get("rank") is not None
         record = self.registry.get(rid)
-        if record is not None and record.job_id is not None and record.rank is not None:
-            self._take(rid, told)
-            return
-        if len(self._waiting) >= MAX_WAITING:
-            self._take(rid, told)  # kept with what the record knows now
+        if _named(record, ranked) or len(self._waiting) >= MAX_WAITING:
+            self._take(rid, told, record)
             return
         try:
-            waiting = asyncio.get_running_loop().create_task(self._take_when_named(rid, told))
+            waiting = asyncio.get_running_loop().create_task(
+                self._take_when_named(rid, told, record, ranked)
+            )
         except RuntimeError:  # no loop (a test's direct call): what the record knows now
-            self._take(rid, told)
+            self._take(rid, told, record)
             return
         self._waiting.add(waiting)
         waiting.add_done_callback(self._waiting.discard)
 
-    async def _take_when_named(self, rid: str, told: intake.Told) -> None:
+    async def _take_when_named(
+        self, rid: str, told: intake.Told, record: BreakpointRecord | None, ranked: bool
+    ) -> None:
+        """The record as it is once named, or as it last was (a worker let go right after its
+        capture leaves the registry: its capture is named by its last record)."""
         deadline = time.monotonic() + WAIT_FOR_RECORD
-        while time.monotonic() < deadline:
-            record = self.registry.get(rid)
-            if record is None or (record.job_id is not None and record.rank is not None):
-                break
+        while time.monotonic() < deadline and not _named(record, ranked):
             await asyncio.sleep(0.1)
-        self._take(rid, told)
+            record = self.registry.get(rid) or record
+        self._take(rid, told, record)
 
-    def _take(self, rid: str, told: intake.Told) -> None:
-        record = self.registry.get(rid)
+    def _take(self, rid: str, told: intake.Told, record: BreakpointRecord | None) -> None:
         job = record.job_id if record else None
         rank = record.rank if record else None
         point = told.point
@@ -198,7 +202,7 @@ class Captures:
                 self.disabled = {p: why for p, why in self.disabled.items() if self.point_of(p)}
                 self.disabled[point] = told.disabled
                 self._tell(None, point)
-        capture = self._read(rid, told, job, rank)
+        capture = self._read(rid, told, record)
         if capture is not None:
             self.add(capture)
 
@@ -210,12 +214,11 @@ class Captures:
         """A point was cleared: a later point of the same id starts afresh."""
         self.disabled.pop(point, None)
 
-    def _read(
-        self, rid: str, told: intake.Told, job: str | None, rank: int | None
-    ) -> Capture | None:
+    def _read(self, rid: str, told: intake.Told, record: BreakpointRecord | None) -> Capture | None:
         if not told.frames:
             return None
-        record = self.registry.get(rid)
+        job = record.job_id if record else None
+        rank = record.rank if record else None
         top = told.frames[0]
         try:
             return Capture(
@@ -394,6 +397,14 @@ class Captures:
                 listener(summary, point)
             except Exception:  # one listener's bug never loses a capture
                 log.exception("a capture listener failed")
+
+
+def _named(record: BreakpointRecord | None, ranked: bool) -> bool:
+    """Whether a worker's record names what its capture needs: its job, and its rank where the
+    worker has one."""
+    return (
+        record is not None and record.job_id is not None and (record.rank is not None or not ranked)
+    )
 
 
 def new_id() -> str:

@@ -65,6 +65,27 @@ async def test_a_capture_is_named_by_its_workers_record_never_by_its_own_claims(
     assert [c.id for c in captures.summaries(kind=CaptureKind.EXCEPTION)] == [failure.id]
 
 
+async def test_a_worker_let_go_right_after_its_capture_is_named_by_its_last_record() -> None:
+    """A post-mortem stop is captured, then let go: its record leaves the registry while the
+    capture is on its way. A worker with no rank (a plain task) is not waited for."""
+    registry = registry_with(rank=None, job="05000000")
+    captures = store(registry)
+    captures.told("w1", event(point=None, exception="ValueError: bad"))  # no rank: kept now
+    assert [c.job for c in captures.summaries()] == ["05000000"]
+
+    unnamed = registry_with(rank=None, job=None)
+    later = store(unnamed)
+    later.told("w1", event(point=None, exception="KeyError: k", rank=3))  # waits for a rank
+    record = unnamed.get("w1")
+    assert record is not None
+    unnamed.put(record.model_copy(update={"job_id": "06000000"}))
+    await asyncio.sleep(0.2)
+    unnamed.remove("w1")  # let go: gone from the registry
+    await asyncio.sleep(3.5)
+    [kept] = later.summaries()
+    assert (kept.job, kept.rank, kept.node) == ("06000000", None, "10.0.0.3")
+
+
 def test_what_does_not_read_as_a_capture_is_refused_and_a_turned_off_point_is_said() -> None:
     captures = store(registry_with())
     told: list[tuple[CaptureSummary | None, str | None]] = []
