@@ -34,11 +34,12 @@ class Debuggee:
             self.process.wait()
 
 
-def start_debuggee(linger: float = 0) -> Debuggee:
-    """``debuggee.py`` in a process of its own; it stays alive ``linger`` seconds after its
-    work is done (a Ray worker lives on after its task)."""
+def start_debuggee(linger: float = 0, script: Path = DEBUGGEE) -> Debuggee:
+    """A debuggee script (``debuggee.py`` unless told) in a process of its own, which prints
+    its debugpy port first; ``debuggee.py`` stays alive ``linger`` seconds after its work is
+    done (a Ray worker lives on after its task)."""
     process = subprocess.Popen(
-        [sys.executable, "-Xfrozen_modules=off", str(DEBUGGEE), str(linger)],
+        [sys.executable, "-Xfrozen_modules=off", str(script), str(linger)],
         stdout=subprocess.PIPE,
         text=True,
         env=dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1"),

@@ -11,9 +11,7 @@ work.
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ from raydap.bridge.server.auth import Authenticator, Token
 from raydap.bridge.server.dap_listener import DapListener
 from raydap.protocol import Response, schema
 from tests.dap_schema import SHARED
+from tests.integration.conftest import start_debuggee
 
 SCRIPT = Path(__file__).with_name("stopping_debuggee.py")
 TOKENS = {"debug": Token("dev", "debug", "d" * 32), "view": Token("viewer", "view", "v" * 32)}
@@ -106,12 +105,8 @@ def arguments_for(command: str, known: dict[str, Any]) -> Any:
 @pytest.fixture
 async def held() -> AsyncIterator[tuple[int, subprocess.Popen[str]]]:
     """The debuggee held by a real Upstream, behind a listener that knows both roles' tokens."""
-    process = subprocess.Popen(
-        [sys.executable, "-Xfrozen_modules=off", str(SCRIPT)], stdout=subprocess.PIPE, text=True,
-        env=dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1"),
-    )  # fmt: skip
-    assert process.stdout is not None
-    port = int(process.stdout.readline())
+    debuggee = start_debuggee(script=SCRIPT)
+    process, port = debuggee.process, debuggee.port
     upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="w1", request_timeout=5)
     await upstream.handshake()
     auth = Authenticator(list(TOKENS.values()))
@@ -131,8 +126,7 @@ async def held() -> AsyncIterator[tuple[int, subprocess.Popen[str]]]:
     yield dap_port, process
     await listener.close()
     await upstream.detach()
-    process.kill()
-    process.wait()
+    debuggee.stop()
 
 
 async def ask(client: DapClient, command: str, arguments: Any) -> Response:

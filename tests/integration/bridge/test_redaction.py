@@ -5,69 +5,32 @@ a debug token's DAP session shows them as they are (it can run code anyway)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from raydap.adapter import State, bridge_capabilities
 from raydap.bridge.client.dap_client import DapClient
-from raydap.bridge.cluster.dashboard import WorkerRow
-from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.hangs.stacks import StackOptions
 from raydap.bridge.mcp import catalog
 from raydap.bridge.mcp.desk import Desk
-from raydap.bridge.server.auth import Authenticator, Token
-from raydap.bridge.server.dap_listener import DapListener
+from raydap.bridge.server.auth import Token
 from raydap.bridge.service import Workers
 from raydap.bridge.workers.filters import WorkerFilter
-from raydap.bridge.workers.holder import Holder, record_id
-from raydap.bridge.workers.registry import Registry
+from raydap.bridge.workers.holder import record_id
 from raydap.live.redact import REDACTED
-from tests.waiting import until
+from tests.integration.bridge import roles
 
 SCRIPT = Path(__file__).parents[1] / "adapter" / "stopping_debuggee.py"
 WORKER_ID = "cd" * 28
-VIEW = Token("viewer", "view", "v" * 32)
-DEBUG = Token("dev", "debug", "d" * 32)
+VIEW, DEBUG = roles.VIEW, roles.DEBUG
 SECRETS = ("hunter2", "Ab1Ab1Ab1")
 
 
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[Workers, int]]:
-    process = subprocess.Popen(
-        [sys.executable, "-Xfrozen_modules=off", str(SCRIPT)], stdout=subprocess.PIPE, text=True,
-        env=dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1"),
-    )  # fmt: skip
-    assert process.stdout is not None
-    port = int(process.stdout.readline())
-    holder = Holder(Registry(), detach_grace=120)
-    row = WorkerRow(worker_id=WORKER_ID, ip="127.0.0.1", pid=process.pid, debugger_port=port,
-                    num_paused_threads=1)  # fmt: skip
-    holder.hold(PausedWorker(row, time.time()))
-    workers = Workers(holder)
-    auth = Authenticator([VIEW, DEBUG])
-
-    def authorize(arguments: dict[str, Any]) -> Token:
-        found = auth.check(arguments.get("token"))
-        assert found is not None
-        return found
-
-    listener = DapListener(workers.attach, lambda: bridge_capabilities(None), authorize=authorize)
-    _, dap_port = await listener.start("127.0.0.1", 0)
-    rid = record_id(WORKER_ID)
-    await until(lambda: rid in holder.upstreams and holder.upstreams[rid].state is State.STOPPED,
-                what="the worker held at its stop")  # fmt: skip
-    yield workers, dap_port
-    await listener.close()
-    await holder.close()
-    process.kill()
-    process.wait()
+    async with roles.served(WORKER_ID, SCRIPT) as found:
+        yield found
 
 
 async def frame_variables(port: int, token: Token) -> dict[str, str]:

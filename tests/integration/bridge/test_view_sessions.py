@@ -6,60 +6,29 @@ raised and no post-mortem stop is kept), and a worker they watch is still resume
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from raydap.adapter import State, bridge_capabilities
+from raydap.adapter import State
 from raydap.bridge.client.dap_client import DapClient
-from raydap.bridge.cluster.dashboard import WorkerRow
-from raydap.bridge.cluster.discovery import PausedWorker
-from raydap.bridge.server.auth import Authenticator, Token
-from raydap.bridge.server.dap_listener import DapListener
+from raydap.bridge.server.auth import Token
 from raydap.bridge.service import Workers
-from raydap.bridge.workers.holder import Holder, record_id
+from raydap.bridge.workers.holder import record_id
 from raydap.bridge.workers.policy import HoldPolicy
-from raydap.bridge.workers.registry import Registry
-from tests.integration.conftest import start_debuggee
+from tests.integration.bridge import roles
 from tests.waiting import until
 
 WORKER_ID = "ab" * 28
-VIEW = Token("viewer", "view", "v" * 32)
-DEBUG = Token("dev", "debug", "d" * 32)
+VIEW, DEBUG = roles.VIEW, roles.DEBUG
 JOB = "0a000000"
 
 
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[Workers, int]]:
-    """A real paused debugpy held by the workers service, behind a DAP listener that knows a
-    view and a debug token."""
-    debuggee = start_debuggee(linger=60)
-    holder = Holder(Registry(), detach_grace=120)
-    row = WorkerRow(worker_id=WORKER_ID, ip="127.0.0.1", pid=debuggee.process.pid,
-                    debugger_port=debuggee.port, num_paused_threads=1)  # fmt: skip
-    holder.hold(PausedWorker(row, time.time()))
-    workers = Workers(holder)
-    auth = Authenticator([VIEW, DEBUG])
-
-    def authorize(arguments: dict[str, Any]) -> Token:
-        found = auth.check(arguments.get("token"))
-        assert found is not None
-        return found
-
-    listener = DapListener(workers.attach, lambda: bridge_capabilities(None), authorize=authorize)
-    _, port = await listener.start("127.0.0.1", 0)
-    rid = record_id(WORKER_ID)
-    await until(lambda: rid in holder.upstreams and holder.upstreams[rid].state is State.STOPPED,
-                what="the worker held at its stop")  # fmt: skip
-    record = holder.registry.get(rid)
-    assert record is not None
-    holder.registry.put(record.model_copy(update={"job_id": JOB}))  # as the State API names it
-    yield workers, port
-    await listener.close()
-    await holder.close()
-    debuggee.stop()
+    async with roles.served(WORKER_ID, job=JOB) as found:
+        yield found
 
 
 async def attached(port: int, token: Token, **arguments: Any) -> DapClient:

@@ -31,8 +31,16 @@ from tests.integration.bridge.server.conftest import ALICE, BOB
 ROOT = Path(__file__).resolve().parents[4]
 
 
-def get(bridge: BridgeProcess, path: str, token: str | None, body: bytes | None = None) -> int:
-    request = urllib.request.Request(bridge.url + path, data=body, method="POST" if body else "GET")
+def get(
+    bridge: BridgeProcess,
+    path: str,
+    token: str | None,
+    body: bytes | None = None,
+    method: str | None = None,
+) -> int:
+    """The status of a request (a POST when it has a body, unless ``method`` says)."""
+    method = method or ("POST" if body else "GET")
+    request = urllib.request.Request(bridge.url + path, data=body, method=method)
     request.add_header("Content-Type", "application/json")
     if token:
         request.add_header("Authorization", f"Bearer {token}")

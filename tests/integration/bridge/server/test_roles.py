@@ -5,8 +5,6 @@ request or tool added to the bridge must be placed in the table (the rows cover 
 from __future__ import annotations
 
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ from raydap.protocol import COMMANDS
 from tests.conftest import Connect
 from tests.e2e.conftest import BridgeProcess
 from tests.integration.bridge.server.conftest import BOB
-from tests.integration.bridge.server.test_access import record_id
+from tests.integration.bridge.server.test_access import get, record_id
 
 ROOT = Path(__file__).resolve().parents[4]
 VIEW = Token("bob", "view", BOB)
@@ -33,18 +31,6 @@ def table() -> dict[str, tuple[list[str], list[str]]]:
             door = cells[0].split(":")[0].split(" (")[0]
             rows[door] = (re.findall(r"`([^`]+)`", cells[1]), re.findall(r"`([^`]+)`", cells[2]))
     return rows
-
-
-def status(bridge: BridgeProcess, method: str, path: str, token: str) -> int:
-    body = b"{}" if method != "GET" else None
-    request = urllib.request.Request(bridge.url + path, data=body, method=method)
-    request.add_header("Content-Type", "application/json")
-    request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
 
 
 def test_the_dap_row_is_what_view_tokens_are_allowed_and_covers_every_request() -> None:
@@ -67,10 +53,10 @@ def test_the_http_row_holds_on_a_running_bridge(secured: BridgeProcess) -> None:
     assert may and refused
     for route in may:
         method, path = route.split(" ", 1)
-        assert status(secured, method, path, BOB) == 200, route
+        assert get(secured, path, BOB, None if method == "GET" else b"{}", method) == 200, route
     for route in refused:
         method, path = route.split(" ", 1)
-        assert status(secured, method, path, BOB) == 403, route
+        assert get(secured, path, BOB, None if method == "GET" else b"{}", method) == 403, route
 
 
 async def test_the_dap_row_holds_on_a_running_bridge(
