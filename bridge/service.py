@@ -178,8 +178,9 @@ class Workers:
             if not isinstance(wanted, str) or not wanted:
                 raise AttachError('"capture" is a capture id (`raydap captures`)', Kind.INVALID)
             return self.captures.feed(wanted)
-        follows = self.follows if grant.debugs else None
-        return await follow.resolve(self.holder, arguments, self.job_status, follows)
+        if grant.debugs:
+            return await follow.resolve(self.holder, arguments, self.job_status, self.follows)
+        return await follow.resolve(self.holder, arguments, self.job_status, None, looks=True)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -220,9 +221,10 @@ class Workers:
     async def snapshot(self, where: WorkerFilter = EVERY_WORKER) -> list[dict[str, Any]]:
         return await group.snapshot(self.holder, where, redactor=self.redactor)
 
-    async def paused(self, worker: str) -> tuple[BreakpointRecord, Upstream]:
-        """A held worker that is paused now; ``not_paused`` while it runs."""
-        rid, upstream = await self.holder.held_worker(worker)
+    async def paused(self, worker: str, *, acts: bool = False) -> tuple[BreakpointRecord, Upstream]:
+        """A held worker that is paused now; ``not_paused`` while it runs. ``acts``: the caller
+        runs code in it or moves it (reading it does not count against ``--hold-timeout``)."""
+        rid, upstream = await self.holder.held_worker(worker, touch=acts)
         record = self.holder.registry.get(rid)
         if record is None or upstream.state is not State.STOPPED:
             raise WorkerError(
@@ -354,7 +356,7 @@ class Workers:
         if worker is None:
             results = await group.evaluate_all(self.holder, expression, where, frame=frame)
             return [with_exception(r) for r in results]
-        record, upstream = await self.paused(worker)
+        record, upstream = await self.paused(worker, acts=True)
         try:
             value = await group.evaluate_one(upstream, expression, frame)
         except WorkerError as exc:
@@ -421,7 +423,7 @@ class Workers:
     ) -> tuple[BreakpointRecord, BreakpointRecord | None]:
         """Step a paused worker; its record before, and once it stopped again (None if it did
         not within ``timeout`` s: it runs on)."""
-        record, upstream = await self.paused(worker)
+        record, upstream = await self.paused(worker, acts=True)
         thread_id, _ = await upstream.stack(levels=1)
         response = await upstream.request(_STEP_COMMANDS[kind], {"threadId": thread_id})
         if not response.success:

@@ -175,15 +175,18 @@ async def resolve(
     arguments: dict[str, Any],
     job_status: JobStatus | None = None,
     follows: Follows | None = None,
+    *,
+    looks: bool = False,
 ) -> WorkerFeed:
-    """``breakpoint`` attaches to one worker; ``follow`` (or neither) follows many."""
+    """``breakpoint`` attaches to one worker; ``follow`` (or neither) follows many. ``looks``:
+    the session only looks, so attaching counts against no ``--hold-timeout``."""
     wanted = arguments.get("breakpoint")
     if wanted is not None:
         if not isinstance(wanted, str) or not wanted:
             raise AttachError(
                 '"breakpoint" is a worker id or its prefix (`raydap list`)', Kind.INVALID
             )
-        record_id, upstream = await holder.held_worker(wanted)
+        record_id, upstream = await holder.held_worker(wanted, touch=not looks)
         record = holder.registry.get(record_id)
         if record is None:
             raise AttachError(f"worker {record_id} has just left")

@@ -351,9 +351,10 @@ class Holder:
 
     # -- client side ------------------------------------------------------------------------
 
-    async def held_worker(self, id_or_prefix: str) -> tuple[str, Upstream]:
+    async def held_worker(self, id_or_prefix: str, *, touch: bool = True) -> tuple[str, Upstream]:
         """The id and connection of the held worker an id or unique prefix names (waiting
-        for one still in its handshake), or AttachError saying why there is none."""
+        for one still in its handshake), or AttachError saying why there is none. ``touch``:
+        someone debugs it, so ``--hold-timeout`` counts from now (one who only looks does not)."""
         if self.handing_over:
             raise AttachError(self.handing_over, Kind.UNAVAILABLE)
         try:
@@ -376,7 +377,8 @@ class Holder:
                 )
         if upstream is None or upstream.state is State.CLOSED:
             raise AttachError(f"worker {record.id} is no longer paused")
-        self.policy.touch(record.id)
+        if touch:
+            self.policy.touch(record.id)
         return record.id, upstream
 
     async def resume(self, id_or_prefix: str) -> str:

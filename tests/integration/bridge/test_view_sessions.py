@@ -16,13 +16,14 @@ from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.server.auth import Token
 from raydap.bridge.service import Workers
 from raydap.bridge.workers.holder import record_id
-from raydap.bridge.workers.policy import HoldPolicy
 from tests.integration.bridge import roles
 from tests.waiting import until
 
 WORKER_ID = "ab" * 28
 VIEW, DEBUG = roles.VIEW, roles.DEBUG
 JOB = "0a000000"
+#: The ``--hold-timeout`` the bridge is given here, in seconds.
+HOLD = 0.5
 
 
 @pytest.fixture
@@ -42,17 +43,19 @@ async def test_view_sessions_count_as_nobody_debugging(served: tuple[Workers, in
     workers, port = served
     rid = record_id(WORKER_ID)
     upstream = workers.holder.upstreams[rid]
+    workers.holder.policy.hold_timeout = HOLD
+    await asyncio.sleep(HOLD + 0.1)  # held a while ago: its hold has run out
     follower = await attached(port, VIEW)  # follows every worker
     single = await attached(port, VIEW, breakpoint=rid)  # one worker, as the page opens it
-    assert len(upstream.clients) == 2
+    _, _, variables = await workers.variables(rid, 0)  # what MCP's and HTTP's reads call
+    assert variables and len(upstream.clients) == 2
     assert workers.follows.filters() == []  # no job counts as debugged
     assert not upstream.debugged
 
-    policy = HoldPolicy(hold_timeout=0.2)
-    policy.touch(rid)
-    await asyncio.sleep(0.3)
-    await policy.expire(workers.holder.upstreams, workers.holder.resume)
-    await until(lambda: upstream.state is not State.STOPPED, what="the hold timeout's resume")
+    stop = upstream.top_stop()
+    await workers.holder.expire()  # looking touched nothing: the hold timeout resumes it
+    # It runs on to its next breakpoint() at once: the stop it was held at is gone.
+    await until(lambda: upstream.top_stop() is not stop, what="the hold timeout's resume")
     await follower.close()
     await single.close()
 
@@ -63,14 +66,13 @@ async def test_a_debug_session_still_holds_its_worker_and_debugs_its_job(
     workers, port = served
     rid = record_id(WORKER_ID)
     upstream = workers.holder.upstreams[rid]
+    workers.holder.policy.hold_timeout = HOLD
+    await asyncio.sleep(HOLD + 0.1)
     client = await attached(port, DEBUG, breakpoint=rid)
     assert upstream.debugged
     assert [f.job for f in workers.follows.filters()] == [JOB]  # its job is debugged
 
-    policy = HoldPolicy(hold_timeout=0.2)
-    policy.touch(rid)
-    await asyncio.sleep(0.3)
-    await policy.expire(workers.holder.upstreams, workers.holder.resume)
+    await workers.holder.expire()
     assert upstream.state is State.STOPPED  # a person debugs it: kept
     await client.close()
     await until(lambda: not workers.follows.filters(), what="the follow gone with the session")
