@@ -115,11 +115,13 @@ class Captures:
         most_bytes: int = 256 * 2**20,
         point_bytes: int = 64 * 2**20,
         redactor: Redactor = DEFAULT_REDACTOR,
+        wait_for_record: float = WAIT_FOR_RECORD,
     ) -> None:
         """``redactor``: what a capture's values hide, whatever the worker hid already (its
         raydap may be older, or not given the project's own patterns)."""
         self.registry = registry
         self.redactor = redactor
+        self.wait_for_record = wait_for_record
         self.directory = directory
         self.most, self.most_bytes, self.point_bytes = most, most_bytes, point_bytes
         self._kept: OrderedDict[str, tuple[Capture, int]] = OrderedDict()
@@ -177,7 +179,7 @@ class Captures:
     ) -> None:
         """The record as it is once named, or as it last was (a worker let go right after its
         capture leaves the registry: its capture is named by its last record)."""
-        deadline = time.monotonic() + WAIT_FOR_RECORD
+        deadline = time.monotonic() + self.wait_for_record
         while time.monotonic() < deadline and not _named(record, ranked):
             await asyncio.sleep(0.1)
             record = self.registry.get(rid) or record

@@ -253,12 +253,12 @@ async def test_an_evaluate_that_runs_long_is_timed_out_and_every_session_is_told
     thread_id = (await alice.wait_event("stopped")).body["threadId"]
     frame = await top_frame(alice, thread_id)
     slow = await alice.request(
-        "evaluate", {"expression": "__import__('time').sleep(3)", "frameId": frame["id"],
+        "evaluate", {"expression": "__import__('time').sleep(2.3)", "frameId": frame["id"],
                      "context": "repl"}, check=False, timeout=10,
     )  # fmt: skip
     assert not slow.success and "did not answer 'evaluate' within 2 s" in str(slow.message)
     told = await bob.wait_event("output", where=lambda e: "evaluate" in e.body["output"])
     assert told.body["category"] == "important"
     assert "answers no other request" in told.body["output"]
-    await asyncio.sleep(1.5)  # the sleep ends: the worker answers again
+    # Once the sleep ends the worker answers again (this waits its turn behind it).
     assert await evaluate(bob, (await top_frame(bob, thread_id))["id"], "n") == "20"

@@ -74,14 +74,14 @@ async def test_a_worker_let_go_right_after_its_capture_is_named_by_its_last_reco
     assert [c.job for c in captures.summaries()] == ["05000000"]
 
     unnamed = registry_with(rank=None, job=None)
-    later = store(unnamed)
+    later = store(unnamed, wait_for_record=1.0)
     later.told("w1", event(point=None, exception="KeyError: k", rank=3))  # waits for a rank
     record = unnamed.get("w1")
     assert record is not None
     unnamed.put(record.model_copy(update={"job_id": "06000000"}))
     await asyncio.sleep(0.2)
     unnamed.remove("w1")  # let go: gone from the registry
-    await asyncio.sleep(3.5)
+    await asyncio.sleep(1.2)
     [kept] = later.summaries()
     assert (kept.job, kept.rank, kept.node) == ("06000000", None, "10.0.0.3")
 
