@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 CAPTURE_CALL = "__import__('raydap.live.captures', fromlist=['_']).capture_exception()"
 #: How often a held post-mortem stop is looked at.
 CHECK_EVERY = 1.0
+#: How long a stop is kept at most for its record to learn its job (its capture's name).
+NAMED_WITHIN = 5.0
 
 
 class PostMortems:
@@ -51,6 +53,7 @@ class PostMortems:
 
     async def _handle(self, rid: str, upstream: Upstream, stop: object) -> None:
         await self._capture(rid, upstream)
+        await self._named(rid)
         since = time.monotonic()
         while upstream.state is State.STOPPED and upstream.top_stop() is stop:
             if self._debugged(rid, upstream):
@@ -65,6 +68,17 @@ class PostMortems:
         return upstream.debugged or (
             record is not None and any(f.matches(record) for f in self.follows.filters())
         )
+
+    async def _named(self, rid: str) -> None:
+        """Until the worker's record names its job (about a second after it is held), or
+        ``NAMED_WITHIN``: its capture is named from the record, never from what the worker
+        says, so a stop let go at once must not leave before its record knows its job."""
+        deadline = time.monotonic() + NAMED_WITHIN
+        while time.monotonic() < deadline:
+            record = self.holder.registry.get(rid)
+            if record is None or record.job_id is not None:
+                return
+            await asyncio.sleep(0.1)
 
     async def _capture(self, rid: str, upstream: Upstream) -> None:
         try:
