@@ -1,7 +1,8 @@
 """A rank stopped alone must not get its peers killed: collective timeouts held off while a
 person debugs the job.
 
-A job is debugged while a DAP session follows it or is attached to one of its workers, while
+A job is debugged while a DAP session that may debug (a debug token's: a view token's only
+looks) follows it or is attached to one of its workers, while
 source or function breakpoints are set on live workers (they apply to every live worker), or
 while one of its workers is stopped and held; and for ``linger`` seconds after, so that
 continuing and stopping again does not give the peers their short timeout back in between.
