@@ -155,9 +155,17 @@ async function attachAndFollow(page) {
   say(`the view lists the worker: ${row}`);
 
   // 2. Attach (DAP over TCP): the call stack shows the paused frame, in the workspace's file.
+  // The row shows how long the worker has been paused, so it is redrawn every second: a click
+  // as it is redrawn runs Attach without its row, and VS Code asks which worker (as for a job).
+  const frame = page.locator('.debug-call-stack .monaco-list-row', { hasText: 'train_step' }).first();
   await worker.hover();
   await worker.getByRole('button', { name: 'Attach' }).click();
-  const frame = page.locator('.debug-call-stack .monaco-list-row', { hasText: 'train_step' }).first();
+  const asked = page.locator('.quick-input-widget', { hasText: 'Attach to which paused worker?' });
+  await frame.or(asked).first().waitFor();
+  if (await asked.isVisible()) {
+    await asked.locator('.monaco-list-row', { hasText: 'steps.py:3' }).first().click();
+    say('the view asked which worker to attach to (its row was redrawn as it was clicked): picked it');
+  }
   await frame.waitFor();
   const frameText = (await frame.innerText()).replace(/\s+/g, ' ');
   if (!frameText.includes('steps.py') || !frameText.includes('3:')) throw new Error(`the frame reads ${frameText}`);
