@@ -20,13 +20,16 @@ from raydap.bridge.server.auth import TokenError
 from raydap.bridge.server.bridge import Bridge, ListenError, prepare_directories
 from raydap.bridge.server.directories import DirectoryError
 from raydap.bridge.server.replace import Reloader, bridge_to_replace, reload_command
-from raydap.bridge.server.settings import Settings
+from raydap.bridge.server.settings import Settings, platform_variables
 
 
 def serve(settings: Settings, *, replace: int | None = None, argv: list[str] | None = None) -> int:
     """Serve until stopped; the exit status. ``replace``: take over from the running bridge
     (0: the only one here). ``argv``: this command's arguments, which SIGHUP runs again to
     start a replacement (None: no replacing by SIGHUP)."""
+    for name in platform_variables():
+        print(f"raydap: ignoring {name}={os.environ[name]}: a platform's address of a Service "
+              "named like raydap, not a raydap setting", file=sys.stderr)  # fmt: skip
     try:
         prepare_directories(settings)  # before Ray is looked for: a bad one fails at once
         cluster = locate(settings.address, settings.dashboard_url)

@@ -6,11 +6,19 @@ fields, so a setting is declared once, here.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from raydap.bridge.cluster.locate import is_loopback
 from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
@@ -43,8 +51,44 @@ def default_captures_dir() -> Path:
     return default_reports_dir().parent / "captures"
 
 
+#: The value Kubernetes gives ``<SERVICE>_PORT`` (and Docker links ``<ALIAS>_PORT``) for a
+#: Service: never a raydap setting, whose addresses carry no ``tcp://``.
+SERVICE_ADDRESS = re.compile(r"(tcp|udp|sctp)://[^\s/]+:\d+", re.IGNORECASE)
+
+
+def platform_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The ``RAYDAP_*`` variables that a platform set for a Service named ``raydap...``
+    (``RAYDAP_PORT=tcp://10.96.0.7:7800`` in every pod of its namespace), not for raydap:
+    they are never read as settings."""
+    found = os.environ if environ is None else environ
+    return sorted(
+        name for name, value in found.items()
+        if name.upper().startswith("RAYDAP_") and SERVICE_ADDRESS.fullmatch(value.strip())
+    )  # fmt: skip
+
+
+class _RaydapEnvironment(EnvSettingsSource):
+    """The environment, less :func:`platform_variables`."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        skipped = {name.lower() for name in platform_variables()}
+        loaded = super()._load_env_vars()
+        return {name: value for name, value in loaded.items() if name.lower() not in skipped}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAYDAP_", extra="forbid")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, _RaydapEnvironment(settings_cls)
 
     address: str | None = Field(
         None, description="Ray GCS address HOST:PORT (default: RAY_ADDRESS, else local)"
