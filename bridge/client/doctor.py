@@ -45,6 +45,13 @@ def check_bridge(api: ApiClient) -> list[Finding]:
     if health.get("status") != "ok":
         findings.append(Finding("FAIL", f"the bridge is degraded: {health.get('reason')}",
                                 "see the reason; discovery retries by itself"))  # fmt: skip
+    driver = health.get("ray_driver") or {}
+    if driver.get("state") == "down":
+        findings.append(Finding("warn", "the bridge cannot join Ray as a driver, so it cannot "
+                                "read stacks of workers nobody holds nor pause them from "
+                                f"outside: {driver.get('why')}", "see docs/deploy.md: the "
+                                "bridge must see the raylet's process and Ray's session "
+                                "directory (/tmp/ray)"))  # fmt: skip
     try:
         listed = api.get("/api/v1/workers")
         findings.append(Finding("ok", "the bridge accepts this client's token"))
@@ -173,12 +180,14 @@ def check_ray(address: str | None) -> list[Finding]:
     findings.append(check_dashboard(cluster.dashboard_url))
     if cluster.gcs_address is None:
         return findings
-    from raydap.bridge.cluster.probe import probe_every_node
+    from raydap.bridge.cluster.probe import ProbeFailed, probe_in_child
 
     try:
-        answers, problems = probe_every_node(cluster.gcs_address)
-    except Exception as exc:  # Ray's own errors: report them as a finding
-        return [*findings, Finding("FAIL", f"cannot run a probe task on the cluster: {exc}")]
+        answers, problems = probe_in_child(cluster.gcs_address)
+    except ProbeFailed as exc:
+        return [*findings, Finding("FAIL", f"cannot run a probe task on the cluster: {exc}",
+                                   "see docs/deploy.md: a Ray driver here must see the "
+                                   "raylet's process and Ray's session directory")]  # fmt: skip
     for answer in sorted(answers, key=lambda a: str(a.get("node_ip"))):
         findings += check_node(answer)
     findings += [Finding("FAIL", f"cannot probe {p}", "is the node alive?") for p in problems]

@@ -60,6 +60,43 @@ def probe(
     }
 
 
+class ProbeFailed(Exception):
+    """The probe could not run; the message says why."""
+
+
+def probe_in_child(address: str, timeout: float = 60.0) -> tuple[list[dict[str, Any]], list[str]]:
+    """:func:`probe_every_node` in a process of its own: Ray can abort the process that joins
+    it as a driver (a raylet seen but not reached), and that must not take ``doctor`` with it.
+    Ray's own words go to stderr as they come."""
+    import json
+    import subprocess
+    import sys
+
+    from raydap.bridge.cluster.driver import exit_text
+
+    command = [sys.executable, "-m", __name__, address, str(timeout)]
+    try:
+        done = subprocess.run(
+            command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            timeout=timeout + 90,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ProbeFailed(f"joining Ray at {address} took over {timeout + 90:g} s") from None
+    lines = done.stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        answer = None
+    if done.returncode != 0 or not isinstance(answer, dict):
+        raise ProbeFailed(
+            f"the Ray driver joining {address} ended ({exit_text(done.returncode)}; Ray's words "
+            "are above)"
+        )
+    if "error" in answer:
+        raise ProbeFailed(str(answer["error"]))
+    return list(answer["answers"]), [str(p) for p in answer["problems"]]
+
+
 def probe_every_node(address: str, timeout: float = 60.0) -> tuple[list[dict[str, Any]], list[str]]:
     """Run :func:`probe` on every alive node of the cluster at ``address`` (a GCS address):
     the answers, and what could not be probed (node, reason)."""
@@ -98,3 +135,14 @@ def probe_every_node(address: str, timeout: float = 60.0) -> tuple[list[dict[str
         return answers, problems
     finally:
         ray.shutdown()
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    try:
+        found, failed = probe_every_node(sys.argv[1], float(sys.argv[2]))
+        print(json.dumps({"answers": found, "problems": failed}, default=str))
+    except Exception as exc:  # Ray's own errors: said to doctor, which says what to do
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))

@@ -276,6 +276,8 @@ class Bridge:
         }
         if not self.discovery.healthy:
             status["reason"] = self.discovery.problem
+        driver = self.ray_driver.status
+        status["ray_driver"] = {"state": driver.state, "why": driver.why}
         return status
 
     async def start(self, received: handover.Received | None = None) -> None:
