@@ -67,7 +67,7 @@ def setup() -> None:
             "pid": os.getpid(), "cwd": os.getcwd(), "python": list(sys.version_info[:2]),
             "stops_in_ray_hook": stops_in_ray_hook,
             "env": {name: os.environ[name] for name in IDENTITY_VARIABLES if name in os.environ},
-            "unsupported": _unsupported(),
+            "unsupported": _unsupported(), "answers": _answer_requests(),
         })  # fmt: skip
         _children_configure()
         _arm_recorder()
@@ -103,6 +103,20 @@ def setup() -> None:
         trace_on_demand()
     except Exception as exc:  # debugpy's internals moved: correct, only slower
         log.info("raydap.live: tracing from the start (%r)", exc)
+
+
+def _answer_requests() -> list[str]:
+    """Teach pydevd raydap's own read requests; those it answers, for the mark (the bridge
+    sends no request a worker would never answer: its connection would wait for ever)."""
+    try:
+        from raydap.live import stacks, to_bridge
+        from raydap.protocol.extension import STACKS
+
+        to_bridge.answer_requests(STACKS, stacks.answer)
+    except Exception as exc:  # debugpy's internals moved: its stacks are read with py-spy
+        log.info("raydap.live: this worker's stacks are read from outside (%r)", exc)
+        return []
+    return [STACKS]
 
 
 def _unsupported() -> list[str]:

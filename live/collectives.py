@@ -363,51 +363,11 @@ def read_recorder(
 
 
 def serve(environ: MutableMapping[str, str] | None = None) -> Callable[[dict[str, Any]], None]:
-    """Teach this worker's pydevd to answer :data:`COLLECTIVES` on its reader thread; returns
-    the function that sends :data:`PROCESS_GROUPS` to the bridge. debugpy's adapter relays a
-    request it does not know to pydevd, and an event it does not know to its client."""
-    from _pydevd_bundle._debug_adapter import (  # type: ignore[import-not-found]
-        pydevd_base_schema as schema,
-    )
-    from _pydevd_bundle.pydevd_comm_constants import CMD_RETURN  # type: ignore[import-not-found]
-    from _pydevd_bundle.pydevd_net_command import NetCommand  # type: ignore[import-not-found]
-    from _pydevd_bundle.pydevd_process_net_command_json import (  # type: ignore[import-not-found]
-        PyDevJsonCommandProcessor,
-    )
-
-    def on_request(processor: Any, py_db: Any, request: _Request) -> Any:
-        response: dict[str, Any] = {"type": "response", "request_seq": request.seq,
-                                    "command": request.command, "success": True}  # fmt: skip
-        try:
-            response["body"] = answer(request.arguments, environ)
-        except Exception as exc:  # every request gets an answer
-            response.update(success=False, message=f"{type(exc).__name__}: {exc}", body={})
-        return NetCommand(CMD_RETURN, 0, response, is_json=True)
-
-    schema._requests_to_types[COLLECTIVES] = _Request
-    setattr(PyDevJsonCommandProcessor, f"on_{COLLECTIVES.lower()}_request", on_request)
+    """Teach this worker's pydevd to answer :data:`COLLECTIVES`; returns the function that
+    sends :data:`PROCESS_GROUPS` to the bridge."""
+    to_bridge.answer_requests(COLLECTIVES, lambda arguments: answer(arguments, environ))
 
     def send(body: dict[str, Any]) -> None:
         to_bridge.send_event(PROCESS_GROUPS, body)
 
     return send
-
-
-class _Request:
-    """What pydevd's schema makes of a :data:`COLLECTIVES` (it builds one class per command)."""
-
-    def __init__(
-        self,
-        command: str = COLLECTIVES,
-        seq: int = -1,
-        type: str = "request",
-        arguments: Any = None,
-        update_ids_from_dap: bool = False,
-        **_: Any,
-    ) -> None:
-        self.command, self.seq, self.type = command, seq, type
-        self.arguments: dict[str, Any] = arguments if isinstance(arguments, dict) else {}
-
-    def to_dict(self, update_ids_to_dap: bool = False) -> dict[str, Any]:
-        return {"type": self.type, "command": self.command, "seq": self.seq,
-                "arguments": self.arguments}  # fmt: skip

@@ -208,9 +208,9 @@ HOOKS: tuple[Hook, ...] = (
          "a capture point's condition is read, not compiled, at every hit",
          DEBUGPY_CHECKED, _PYDEVD, ("PyDB.handle_breakpoint_condition",)),
     Hook("pydevd_base_schema._requests_to_types, PyDevJsonCommandProcessor", "debugpy",
-         "patched", "worker", ("raydap.live.collectives", "raydap.live.captures"),
-         "pydevd answers raydap's own requests (raydapCollectives) on its reader thread, "
-         "while the main thread waits in a collective", DEBUGPY_CHECKED,
+         "patched", "worker", ("raydap.live.to_bridge",),
+         "pydevd answers raydap's own requests (raydapCollectives, raydapStacks) on its "
+         "reader thread, while the main thread runs or waits in a collective", DEBUGPY_CHECKED,
          "_pydevd_bundle._debug_adapter.pydevd_base_schema", ("_requests_to_types",),
          extra=lambda _: _has("_pydevd_bundle.pydevd_process_net_command_json",
                               "PyDevJsonCommandProcessor")),
@@ -285,8 +285,9 @@ HOOKS: tuple[Hook, ...] = (
          "bridge", ("raydap.bridge.cluster.locate",), "--address is read as Ray reads it",
          RAY_CHECKED, "ray._private.services", ("canonicalize_bootstrap_address_or_die",)),
     Hook("ray._private.ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "ray", "patched",
-         "bridge", ("raydap.bridge.cluster.driver",),
-         "Ray's failure signal handler does not take the bridge's SIGTERM (ray#37288)",
+         "bridge", ("raydap.bridge.cluster.driver_process",),
+         "Ray's failure signal handler does not take the SIGTERM that stops the bridge's driver "
+         "process (ray#37288)",
          RAY_CHECKED, "ray._private.ray_constants", ("RAY_DISABLE_FAILURE_SIGNAL_HANDLER",)),
     Hook("ray._raylet.GcsClient", "ray", "called", "bridge",
          ("raydap.bridge.cluster.locate", "raydap.bridge.cluster.live_marks"),

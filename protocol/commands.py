@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from raydap.protocol.extension import COLLECTIVES, CONTINUE_ALL
+from raydap.protocol.extension import COLLECTIVES, CONTINUE_ALL, STACKS
 
 
 class Effect(enum.Enum):
@@ -138,6 +138,7 @@ COMMANDS: dict[str, Command] = {
         Command("cancel", _R, Route.ONLY_WORKER, answered_by=_NOBODY),
         Command(CONTINUE_ALL, _M, Route.BROADCAST, answered_by=Answerer.BRIDGE),
         Command(COLLECTIVES, _C, Route.ONLY_WORKER, answered_by=Answerer.RAYDAP_LIVE),
+        Command(STACKS, _R, Route.ONLY_WORKER, answered_by=Answerer.RAYDAP_LIVE),
     )
 }
 

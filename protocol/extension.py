@@ -15,6 +15,9 @@ CONTINUE_ALL = "raydapContinueAll"
 #: The bridge asks a worker for its process groups and the tail of its collective recorder
 #: (answered by :func:`raydap.live.collectives.answer`).
 COLLECTIVES = "raydapCollectives"
+#: The bridge asks a running live worker for every thread's stack, without pausing it
+#: (answered by :func:`raydap.live.stacks.answer`).
+STACKS = "raydapStacks"
 
 # -- events -----------------------------------------------------------------------------------
 

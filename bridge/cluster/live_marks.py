@@ -45,6 +45,8 @@ class LiveMark(BaseModel):
     #: The private hooks of debugpy and Ray raydap uses that this worker lacks, with why
     #: (:mod:`raydap.live.compat`).
     unsupported: tuple[Annotated[str, Field(max_length=500)], ...] = Field((), max_length=64)
+    #: raydap's own requests it answers (``raydapStacks``): no other is sent to it.
+    answers: tuple[Annotated[str, Field(max_length=64)], ...] = Field((), max_length=16)
 
 
 class Marks(Protocol):

@@ -1,8 +1,8 @@
 """Every rank's stack at once, merged (:mod:`.stack_tree`), with what each rank holds.
 
-Held workers that are paused tell their stack and locals over their debugpy connection;
-every other worker running a task, and every held child process of one that runs, is read on
-its node with py-spy
+Held workers that are paused tell their stack and locals over their debugpy connection, and
+so do held live workers that run (:mod:`.live_stacks`), without pausing; every other worker
+running a task, and every held child process of one that runs, is read on its node with py-spy
 (:mod:`raydap.bridge.cluster.remote_stacks`), which reads locals without pausing it. Ray's
 and Python's own frames are folded unless asked for (:func:`.frames.fold`).
 """
@@ -19,6 +19,7 @@ from raydap.bridge.cluster.dashboard import DashboardError, TaskRow, WorkerRow
 from raydap.bridge.cluster.pyspy import Frame, main_thread, short
 from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
 from raydap.bridge.hangs.frames import fold
+from raydap.bridge.hangs.live_stacks import read_running
 from raydap.bridge.hangs.stack_tree import MAX_FRAMES, innermost_first, merge
 from raydap.bridge.workers import ranks
 from raydap.bridge.workers.filters import WorkerFilter
@@ -208,7 +209,7 @@ async def stacks(
     targets = {r.id: Target(r.node_id or "", r.pid or 0) for r in running}
     outcomes, remote_outcomes = await asyncio.gather(
         asyncio.gather(*(_held_stack(holder, r.id, options) for r in held), return_exceptions=True),
-        remote.read(targets, options.py_spy_flags, IDENTITY_VARIABLES)
+        read_running(holder, remote, targets, options.py_spy_flags, IDENTITY_VARIABLES)
         if remote
         else asyncio.sleep(0, {}),
     )

@@ -29,6 +29,7 @@ from raydap.bridge.hangs.collective_reader import CollectiveReader, Finding
 from raydap.bridge.hangs.frames import fold
 from raydap.bridge.hangs.grid import Grid
 from raydap.bridge.hangs.grid import build as build_grid
+from raydap.bridge.hangs.live_stacks import read_running
 from raydap.bridge.hangs.reports import HangReports
 from raydap.bridge.hangs.stacks import StackOptions, running_workers, stacks
 from raydap.bridge.hangs.verdicts import (
@@ -172,7 +173,9 @@ class HangWatch:
         targets = {r.id: Target(r.node_id or "", r.pid or 0) for rs in by_job.values() for r in rs}
         # Not stopped while read (py-spy's --nonblocking): a sample every few seconds of every
         # rank must cost the job nothing, and a hang's stacks stand still to be read anyway.
-        readings = await self.remote.read(targets, SAMPLE_FLAGS, IDENTITY_VARIABLES)
+        readings = await read_running(
+            self.holder, self.remote, targets, SAMPLE_FLAGS, IDENTITY_VARIABLES
+        )
         now = self.clock()
         announced = []
         last, self._last = self._last, {}

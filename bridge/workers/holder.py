@@ -156,6 +156,7 @@ class Holder:
             working_dir=live.cwd if live else None,
             rank=rank_from_environment(live.env) if live else None,
             unsupported=list(live.unsupported) if live else [],
+            answers=list(live.answers) if live else [],
         )
         listed = self.registry.get(record.id)
         if listed is None or listed.state != RecordState.FAILED:

@@ -79,6 +79,9 @@ class BreakpointRecord(BaseModel):
     #: The private debugpy and Ray hooks raydap needs that this live worker lacks, each with
     #: why (:mod:`raydap.live.compat`): what works less here. Empty: all were found.
     unsupported: list[str] = Field(default_factory=list)
+    #: raydap's own requests this live worker answers (``raydapStacks``: its stacks are read
+    #: in it, over its debug connection, instead of with py-spy on its node).
+    answers: list[str] = Field(default_factory=list)
 
     @property
     def rank_text(self) -> str | None:

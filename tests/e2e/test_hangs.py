@@ -130,6 +130,9 @@ async def test_a_hung_gloo_job_names_its_straggler_and_a_pending_pause_is_kept(
     assert fetching["locals"][straggler_id]["ready"] == "False"
     # Ray's frames are folded: the outermost frames shown are the job's own
     assert {n["function"] for n in answer["tree"]["children"]} == {"Rank.train"}
+    # Read in the live ranks themselves, over the debug connections the bridge holds: no
+    # Ray driver of the bridge's, no py-spy, no ptrace (what a "restricted" pod allows)
+    assert bridge.get("/healthz")["ray_driver"]["state"] == "idle"
     printed = subprocess.run(
         [sys.executable, "-m", "raydap.bridge", "stacks", "--job", job.job_id, "--locals"],
         capture_output=True, text=True, timeout=60, env=dict(os.environ, RAYDAP_URL=bridge.url,
