@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
-from raydap.bridge.cluster import ray_auth
+from raydap.bridge.cluster import ptrace_check, ray_auth
 from raydap.bridge.cluster.locate import ClusterNotFound, locate
 
 Level = Literal["ok", "warn", "FAIL"]
@@ -111,19 +111,7 @@ def check_node(answer: dict[str, Any]) -> list[Finding]:
                             + ("on for every job" if post_mortem == "1" else "not set node-wide "
                                "(a job turns it on with RAY_DEBUG_POST_MORTEM=1 in its "
                                "runtime_env env_vars)")))  # fmt: skip
-    if not answer.get("py_spy"):
-        findings.append(Finding("warn", f"{node}: no py-spy on the workers' PATH: stacks of "
-                                "workers nobody holds cannot be read",
-                                "pip install py-spy (ray[default] brings it)"))  # fmt: skip
-    if not answer.get("gdb") or answer.get("ptrace_scope") == "3":
-        why = "no gdb" if not answer.get("gdb") else "ptrace is disabled (ptrace_scope 3)"
-        findings.append(Finding("warn", f"{node}: {why}: a hung worker cannot be paused from "
-                                "outside", "install gdb and allow ptrace (SYS_PTRACE in "
-                                "containers)"))  # fmt: skip
-    elif answer.get("gdb_calls"):
-        findings.append(Finding("warn", f"{node}: a hung worker cannot be paused from outside: "
-                                f"{answer['gdb_calls']}", "install a newer gdb on the nodes, "
-                                "or make jobs live (docs/live.md)"))  # fmt: skip
+    findings += _ptrace_findings(node, answer)
     missing = answer.get("unsupported")
     if missing:
         findings.append(Finding("warn", f"{node}: workers lack {len(missing)} private hook(s) of "
@@ -138,6 +126,36 @@ def check_node(answer: dict[str, Any]) -> list[Finding]:
         findings.append(Finding("warn", f"{node}: raydap is not importable by workers: live "
                                 "debugging (the worker_process_setup_hook) cannot run there",
                                 "pip install raydap on the nodes"))  # fmt: skip
+    return findings
+
+
+def _ptrace_findings(node: str, answer: dict[str, Any]) -> list[Finding]:
+    """py-spy and gdb, tried on the node as raydap uses them: on a sibling process."""
+    findings: list[Finding] = []
+    tried: dict[str, str | None] = answer.get("sibling_attach") or {}
+    scope, capable = answer.get("ptrace_scope"), bool(answer.get("cap_sys_ptrace"))
+    uses = {"py_spy": "stacks of workers nobody holds cannot be read",
+            "gdb": "a hung worker cannot be paused from outside"}  # fmt: skip
+    if not answer.get("py_spy"):
+        findings.append(Finding("warn", f"{node}: no py-spy on the workers' PATH: "
+                                f"{uses['py_spy']}", "pip install py-spy (ray[default] brings "
+                                "it); live jobs' stacks need none"))  # fmt: skip
+    if not answer.get("gdb"):
+        findings.append(Finding("warn", f"{node}: no gdb: {uses['gdb']}",
+                                "install gdb on the nodes, or make jobs live (docs/live.md), "
+                                "which pause through debugpy"))  # fmt: skip
+    for tool, name in (("py_spy", "py-spy"), ("gdb", "gdb")):
+        said = tried.get(tool)
+        if said:
+            why, fix = ptrace_check.advice(scope, capable)
+            findings.append(Finding("warn", f"{node}: {name} may not attach to a sibling process "
+                                    f"({said}): {uses[tool]}. {why}", fix))  # fmt: skip
+        elif said == "":
+            findings.append(Finding("ok", f"{node}: {name} attaches to a sibling process"))
+    if answer.get("gdb") and not tried.get("gdb") and answer.get("gdb_calls"):
+        findings.append(Finding("warn", f"{node}: a hung worker cannot be paused from outside: "
+                                f"{answer['gdb_calls']}", "install a newer gdb on the nodes, "
+                                "or make jobs live (docs/live.md)"))  # fmt: skip
     return findings
 
 

@@ -18,11 +18,16 @@ DEBUG_VARIABLES = ("RAY_DEBUG", "RAY_DEBUG_POST_MORTEM", "PYTHON_DISABLE_REMOTE_
 def probe(
     gdb_check: Callable[[str], str] | None = None,
     hooks_check: Callable[[], list[str]] | None = None,
+    attach_check: Callable[[str | None, str | None], dict[str, str | None]] | None = None,
+    capability_check: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """The facts of this worker's node and environment. ``gdb_check``: says why gdb must not
     call into processes here (:func:`raydap.bridge.cluster.on_node.gdb_call_refusal`, shipped
     with this by value), "" if it may. ``hooks_check``: the private hooks raydap uses that a
-    worker here lacks (:func:`raydap.live.compat.unsupported`, shipped by value too)."""
+    worker here lacks (:func:`raydap.live.compat.unsupported`, shipped by value too).
+    ``attach_check``: py-spy's and gdb's attach to a sibling process, as the nodes attach
+    (:func:`raydap.bridge.cluster.ptrace_check.sibling_attach`); ``capability_check``: whether
+    the worker holds CAP_SYS_PTRACE."""
     import importlib.util
     import shutil
     import sys
@@ -43,6 +48,7 @@ def probe(
     except ImportError:
         debugpy_version = None
     gdb = shutil.which("gdb", path=search)
+    py_spy = shutil.which("py-spy", path=search)
     return {
         "node_id": ray.get_runtime_context().get_node_id(),
         "node_ip": worker.node_ip_address,
@@ -51,10 +57,12 @@ def probe(
         "debugpy": debugpy_version,
         "env": {name: os.environ.get(name) for name in DEBUG_VARIABLES},
         "ray_debugger_external": bool(getattr(worker, "ray_debugger_external", False)),
-        "py_spy": shutil.which("py-spy", path=search),
+        "py_spy": py_spy,
         "gdb": gdb,
         "gdb_calls": gdb_check(gdb) if gdb and gdb_check else None,
         "ptrace_scope": ptrace_scope,
+        "sibling_attach": attach_check(py_spy, gdb) if attach_check else None,
+        "cap_sys_ptrace": capability_check() if capability_check else None,
         "raydap": importlib.util.find_spec("raydap") is not None,
         "unsupported": hooks_check() if hooks_check is not None else None,
     }
@@ -107,10 +115,10 @@ def probe_every_node(address: str, timeout: float = 60.0) -> tuple[list[dict[str
     from ray import cloudpickle
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from raydap.bridge.cluster import on_node
+    from raydap.bridge.cluster import on_node, ptrace_check
     from raydap.live import compat
 
-    for module in (__name__, on_node.__name__, compat.__name__):
+    for module in (__name__, on_node.__name__, compat.__name__, ptrace_check.__name__):
         cloudpickle.register_pickle_by_value(sys.modules[module])  # type: ignore[no-untyped-call]
     ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     try:
@@ -119,7 +127,12 @@ def probe_every_node(address: str, timeout: float = 60.0) -> tuple[list[dict[str
         pending = {
             remote.options(
                 scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
-            ).remote(on_node.gdb_call_refusal, compat.unsupported): n
+            ).remote(
+                on_node.gdb_call_refusal,
+                compat.unsupported,
+                ptrace_check.sibling_attach,
+                ptrace_check.has_ptrace_capability,
+            ): n
             for n in nodes
         }
         ready, missing = ray.wait(list(pending), num_returns=len(pending), timeout=timeout)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from raydap.bridge.client.local_ray import LocalRay
-from tests.e2e.conftest import BridgeProcess, gdb_refusal
+from tests.e2e.conftest import BridgeProcess, gdb_refusal, ptrace_refusal
 
 pytestmark = pytest.mark.e2e
 
@@ -34,6 +34,10 @@ def test_a_healthy_cluster_passes(ray_head: LocalRay, bridge: BridgeProcess) -> 
     # Every private hook raydap uses, checked in a worker on the node and in this Ray:
     assert "every private hook of debugpy, Ray and torch that raydap uses is there" in result.stdout
     assert "the private Ray calls raydap makes are all here" in result.stdout
+    # py-spy and gdb tried on the node as raydap uses them: on a sibling of theirs
+    if ptrace_refusal() is None:
+        assert "py-spy attaches to a sibling process" in result.stdout
+        assert "gdb attaches to a sibling process" in result.stdout
     if gdb_refusal() is not None:  # a warning, not a failure: this machine's gdb breaks calls
         assert "cannot be paused from outside: gdb cannot call into a process" in result.stdout
 
