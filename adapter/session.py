@@ -316,6 +316,15 @@ class ClientSession:
         if self._audit_sink is not None:
             self._audit_sink(action, client=self.peer, token=self.grant.name, **details)
 
+    def revoke(self, why: str) -> None:
+        """End the session at once because what allowed it was taken back (a token removed)."""
+        self._end(why)
+        self._spawn(self._abort_once_said())
+
+    async def _abort_once_said(self) -> None:
+        await self.sent(2.0)
+        self._abort()
+
     def _leave(self) -> None:
         if self.phase is Phase.CLOSED:
             return

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticUndefined
 
 from raydap.adapter.errors import invalid_fields
-from raydap.bridge.client import capture_cli, terminal
+from raydap.bridge.client import capture_cli, team_cli, terminal
 from raydap.bridge.client.api_client import ApiClient, BridgeUnavailable
 from raydap.bridge.client.render import breakpoints_table, table
 from raydap.bridge.client.render_stacks import hang_report, saved_report, stack_tree
@@ -188,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
 
     capture_cli.add_parsers(commands)
+    team_cli.add_parsers(commands)
 
     commands.add_parser(
         "mcp",
@@ -220,6 +221,7 @@ def _main(argv: list[str] | None) -> int:
         "snapshot": cmd_snapshot, "doctor": cmd_doctor, "attach": cmd_attach, "demo": cmd_demo,
         "dap": cmd_dap, "stacks": cmd_stacks, "pause": cmd_pause, "hangs": cmd_hangs,
         "mcp": cmd_mcp, "capture": capture_cli.cmd_capture, "captures": capture_cli.cmd_captures,
+        "token": team_cli.cmd_token, "login": team_cli.cmd_login,
     }[args.command]  # fmt: skip
     try:
         return int(handler(args))

@@ -9,6 +9,7 @@ import functools
 import importlib.metadata
 import logging
 import os
+import secrets
 import socket
 import ssl
 from pathlib import Path
@@ -50,6 +51,7 @@ from raydap.bridge.server.http_api import Services, make_app
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
+from raydap.bridge.server.token_file import TokenFileWatch
 from raydap.bridge.service import Workers
 from raydap.bridge.workers import pdb_records
 from raydap.bridge.workers.group_timeouts import GroupTimeouts
@@ -84,6 +86,10 @@ def listen(host: str, port: int, flag: str) -> socket.socket:
             f"(pick another with {flag}, "
             "or --host)",
         ) from None
+
+
+def _env_secret(settings: Settings) -> str | None:
+    return settings.token.get_secret_value() if settings.token is not None else None
 
 
 def prepare_directories(settings: Settings) -> None:
@@ -169,6 +175,12 @@ class Bridge:
         )
         self.metrics.watch_hangs(self.hangs)
         self.auth = Authenticator(tokens_for(settings))
+        #: The token file, read again when ``raydap token`` (or a person) edits it.
+        self.token_watch = (
+            TokenFileWatch(settings.token_file, _env_secret(settings), self._tokens_changed)
+            if settings.token_file is not None
+            else None
+        )
         self.audit = AuditLog(settings.audit_log)
         #: What a person can do to workers: the one service behind every door (DAP sessions
         #: find their workers through it; HTTP and MCP act through it).
@@ -224,6 +236,7 @@ class Bridge:
         self.http_address: tuple[str, int] = ("", 0)
         self.dap_address: tuple[str, int] = ("", 0)
         self.connection_file: Path | None = None
+        self.shared_connection_file: Path | None = None
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._listeners: dict[str, socket.socket] = {}
@@ -360,6 +373,13 @@ class Bridge:
                 url=self.url, dap_port=self.dap_address[1], token=self.debug_secret, pid=os.getpid()
             ),
         )
+        if self.settings.share_dir is not None:
+            self.shared_connection_file = connection_file.write_shared(
+                self.settings.share_dir,
+                connection_file.Connection(
+                    url=self.url, dap_port=self.dap_address[1], pid=os.getpid()
+                ),
+            )
 
     def _start_work(self) -> None:
         """Discovery and the loops that watch workers: stopped while workers are lent."""
@@ -368,6 +388,8 @@ class Bridge:
             asyncio.create_task(self.discovery.run(), name="discovery"),
             asyncio.create_task(self._expire_loop(), name="hold timeout"),
         ]
+        if self.token_watch is not None:
+            self._tasks.append(asyncio.create_task(self.token_watch.run(), name="token file"))
         if self.hangs is not None:
             self._tasks.append(asyncio.create_task(self.hangs.run(), name="hang watch"))
         if self.live is not None:
@@ -447,6 +469,16 @@ class Bridge:
         self.holder.take_back_all()
         self._start_work()
 
+    def _tokens_changed(self, tokens: list[Token]) -> None:
+        """Serve the token file's new tokens; sessions of a token taken away end now. A file
+        left with none keeps the token generated at the start, if there was one: never an
+        open bridge."""
+        generated = [t for t in self.auth.tokens if t.name == "generated"]
+        self.auth.tokens = tokens or generated or [Token("nobody", "view", secrets.token_hex(32))]
+        for session in list(self.sessions):
+            if isinstance(session.grant, Token) and session.grant not in self.auth.tokens:
+                session.revoke(f"the token {session.grant.name!r} was removed from the bridge")
+
     @property
     def _generated_token(self) -> str | None:
         tokens = self.auth.tokens
@@ -468,6 +500,9 @@ class Bridge:
         if self.connection_file is not None:
             connection_file.remove(self.connection_file)
             self.connection_file = None
+        if self.shared_connection_file is not None:
+            connection_file.remove(self.shared_connection_file)
+            self.shared_connection_file = None
         if self._giver is not None:
             await self._giver.close()
             self._giver = None

@@ -2,13 +2,17 @@
 token without anyone copying a secret.
 
 ``raydap serve`` writes ``{"url", "dap_port", "token", "pid"}`` as JSON, mode 0600 in a 0700
-directory, one file per bridge, and removes it on exit (as Jupyter's runtime files). Clients
+directory, one file per bridge, and removes it on exit (as Jupyter's runtime files). With
+``--share-dir`` it writes a copy without the token there too, for a team (docs/deploy.md). Clients
 take the file whose ``url`` they were given, or the only live one; a file whose bridge process
 is gone is ignored, and so is one whose pid now belongs to a process that started after it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 from pathlib import Path
 
 import psutil
@@ -32,6 +36,30 @@ def write(directory: Path, connection: Connection) -> Path:
     private.make_folder(directory)
     path = directory / f"bridge-{connection.pid}.json"
     private.write_whole(path, connection.model_dump_json().encode())
+    return path
+
+
+def write_shared(directory: Path, connection: Connection) -> Path:
+    """A copy without the token for a team (``--share-dir``): readable by the folder's group,
+    whose members' ``raydap`` commands then find this bridge and use a token of their own
+    (``raydap login``). The folder is the operator's (made by systemd's RuntimeDirectory)."""
+    found = os.lstat(directory)
+    if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode):
+        raise private.NotPrivate(f"{directory} is a link or not a folder")
+    path = directory / f"bridge-{connection.pid}.json"
+    partial = directory / f".bridge-{connection.pid}.json.part"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(partial)
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o640)
+    try:
+        os.fchown(descriptor, -1, found.st_gid)
+        os.fchmod(descriptor, 0o640)
+        os.write(
+            descriptor, connection.model_copy(update={"token": None}).model_dump_json().encode()
+        )
+    finally:
+        os.close(descriptor)
+    os.replace(partial, path)
     return path
 
 

@@ -113,3 +113,23 @@ def prepare(settings: Settings, *, longest_socket_name: int = 0) -> None:
     if settings.hang_watch != "off":
         private_directory(hang_reports(settings))
     private_directory(captures(settings))
+    if settings.share_dir is not None:
+        shared_directory(settings.share_dir)
+
+
+def shared_directory(path: Path) -> None:
+    """The team's folder (``--share-dir``): there, a folder (not a link) this user may write
+    to; its group is whoever it shares with, so raydap never changes its mode."""
+    directory = Directory(path, "the team's copy of the connection file",
+                          "RAYDAP_SHARE_DIR (raydap serve: --share-dir)")  # fmt: skip
+    try:
+        found = os.lstat(path)
+    except OSError as exc:
+        raise DirectoryError(directory, _reason(exc) + " (the operator makes it: "
+                             "docs/deploy.md)") from None  # fmt: skip
+    if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode):
+        raise DirectoryError(directory, "it is a link or not a folder")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise DirectoryError(directory, "this user may not write to it")
+    if found.st_mode & 0o002:
+        raise DirectoryError(directory, "anyone may write to it (only its owner and group may)")

@@ -181,6 +181,12 @@ class Settings(BaseSettings):
     runtime_dir: Path = Field(
         default_factory=default_runtime_dir, description="where the connection file goes"
     )
+    share_dir: Path | None = Field(
+        None,
+        description="a folder whose group may use this bridge (a team's head): a copy of the "
+        "connection file without the token goes there, so members' raydap commands find the "
+        "bridge and use their own token (raydap login); docs/deploy.md",
+    )
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
