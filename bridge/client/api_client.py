@@ -54,7 +54,11 @@ class ApiClient:
                 detail = json.loads(exc.read()).get("error", exc.reason)
             except (ValueError, AttributeError):
                 detail = exc.reason
-            raise BridgeUnavailable(f"{method} {path}: HTTP {exc.code}: {detail}") from None
+            hint = ""
+            if exc.code == 401 and not self.target.token:
+                hint = (" (this bridge wants a token of you: ask its operator for one and run "
+                        "`raydap login`, or set RAYDAP_TOKEN)")  # fmt: skip
+            raise BridgeUnavailable(f"{method} {path}: HTTP {exc.code}: {detail}{hint}") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise BridgeUnavailable(
