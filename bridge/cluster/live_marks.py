@@ -8,13 +8,13 @@ Everything read here is outside input: size-capped and validated.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from raydap.bridge.cluster.gcs_thread import GcsThread
 from raydap.bridge.cluster.locate import gcs_client
 from raydap.live import NAMESPACE, mark_key
 
@@ -62,11 +62,13 @@ class Marks(Protocol):
 
 
 class GcsMarks:
-    """The marks in GCS internal KV, read with Ray's client off the event loop."""
+    """The marks in GCS internal KV, read with Ray's client off the event loop (in a daemon
+    thread: :mod:`.gcs_thread`)."""
 
     def __init__(self, gcs_address: str) -> None:
         self.gcs_address = gcs_address
         self._client: Any = None
+        self._thread = GcsThread("gcs live marks")
 
     def _gcs(self) -> Any:
         if self._client is None:
@@ -85,15 +87,17 @@ class GcsMarks:
                     found[worker_id] = mark
             return found
 
-        return await asyncio.to_thread(read)
+        return await self._thread.call(read)
 
     async def forget(self, worker_id: str) -> None:
         key = mark_key(worker_id).encode()
-        await asyncio.to_thread(self._gcs().internal_kv_del, key, False, namespace=_NAMESPACE)
+        await self._thread.call(
+            lambda: self._gcs().internal_kv_del(key, False, namespace=_NAMESPACE)
+        )
 
     async def load_breakpoints(self) -> list[dict[str, Any]]:
-        value = await asyncio.to_thread(
-            self._gcs().internal_kv_get, BREAKPOINTS_KEY, namespace=_NAMESPACE
+        value = await self._thread.call(
+            lambda: self._gcs().internal_kv_get(BREAKPOINTS_KEY, namespace=_NAMESPACE)
         )
         if not value or len(value) > MAX_BREAKPOINTS_BYTES:
             return []
@@ -108,8 +112,8 @@ class GcsMarks:
         if len(value) > MAX_BREAKPOINTS_BYTES:
             log.warning("live breakpoints too large to keep in GCS (%d bytes)", len(value))
             return
-        await asyncio.to_thread(
-            self._gcs().internal_kv_put, BREAKPOINTS_KEY, value, True, namespace=_NAMESPACE
+        await self._thread.call(
+            lambda: self._gcs().internal_kv_put(BREAKPOINTS_KEY, value, True, namespace=_NAMESPACE)
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from raydap.bridge.cluster.gcs_thread import GcsThread
 from raydap.bridge.cluster.locate import gcs_client, is_loopback
 
 log = logging.getLogger(__name__)
@@ -53,11 +54,12 @@ class LegacyPdbDiscovery:
         self.interval = interval
         self._on_poll = on_poll
         self._client: Any = None
+        self._thread = GcsThread("gcs pdb keys")
 
     async def run(self) -> None:
         while True:
             try:
-                entries = await asyncio.to_thread(self._read)
+                entries = await self._thread.call(self._read)
             except Exception as exc:  # Ray raises its own RPC error types
                 log.debug("legacy pdb discovery: %s", exc)
             else:

@@ -63,6 +63,9 @@ from raydap.bridge.workers.rescue import Rescuer
 
 log = logging.getLogger(__name__)
 
+#: Seconds a stop waits for HTTP requests still being answered.
+STOP_REQUESTS_WITHIN = 2.0
+
 
 class ListenError(OSError):
     """A listener could not be bound; the message names the address and the flag."""
@@ -326,7 +329,10 @@ class Bridge:
         await self.mcp.start()
         settings = self.settings
         guard = BrowserGuard(settings.host, settings.allowed_hosts, settings.allowed_origins)
-        self._runner = web.AppRunner(make_app(services, guard), access_log=None)
+        # A stop gives requests still running (one waiting on Ray) this long, then ends them.
+        self._runner = web.AppRunner(
+            make_app(services, guard), access_log=None, shutdown_timeout=STOP_REQUESTS_WITHIN
+        )
         await self._runner.setup()
         tls = self.ssl_context()
         if received is None:

@@ -100,8 +100,23 @@ async def serve_until_stopped(
         stopping.cancel()
         replaced.cancel()
     finally:
-        await bridge.stop()
+        await stop_within(bridge, STOP_WITHIN)
     return 0
+
+
+#: A stop (SIGTERM, systemd's, Kubernetes') ends the process within this many seconds,
+#: whatever Ray does; systemd's and the kubelet's own patience is longer.
+STOP_WITHIN = 8.0
+
+
+async def stop_within(bridge: Bridge, seconds: float) -> None:
+    """Stop the bridge; what is left after ``seconds`` (a call into Ray that never returns)
+    is abandoned, said, and ends with the process."""
+    try:
+        await asyncio.wait_for(bridge.stop(), seconds)
+    except asyncio.TimeoutError:
+        print(f"raydap: the bridge did not stop within {seconds:g} s (waiting on Ray?); "
+              "leaving what is left", file=sys.stderr)  # fmt: skip
 
 
 def start_failure(exc: BaseException) -> str | None:

@@ -4,11 +4,15 @@ from outside), held again at the same stop with the same values."""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -17,6 +21,7 @@ import pytest
 from raydap.bridge.client.local_ray import LocalRay
 from tests.conftest import Connect
 from tests.e2e.conftest import (
+    Job,
     break_line,
     require_gdb_calls,
     start_bridge,
@@ -25,7 +30,7 @@ from tests.e2e.conftest import (
     stop_job,
 )
 from tests.e2e.test_bridge import evaluate, stopped_frame
-from tests.waiting import until
+from tests.waiting import until, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -96,3 +101,38 @@ async def test_a_paused_worker_whose_adapter_died_is_rescued_at_the_same_stop(
         if bridge is not None:
             stop_bridge(bridge)
         stop_job(job)
+
+
+def test_a_bridge_whose_ray_driver_cannot_join_stops_within_10_s_of_sigterm(
+    ray_head: LocalRay, run_job: Callable[[str], Job], tmp_path: Path
+) -> None:
+    """A GCS address where nothing answers, beside a dashboard that lists running workers: the
+    stacks of those need the bridge's Ray driver, which tries to join for a minute in a process
+    of its own. The bridge stops within 10 s of SIGTERM all the same."""
+    nothing = socket.socket()
+    nothing.bind(("127.0.0.1", 0))  # bound, never listening
+    job = run_job("hung_ranks.py")
+    bridge = start_bridge(
+        ["--address", f"127.0.0.1:{nothing.getsockname()[1]}",
+         "--dashboard-url", ray_head.dashboard_url], tmp_path / "bridge.log",
+    )  # fmt: skip
+    try:
+
+        def ask() -> None:
+            with contextlib.suppress(OSError):  # cut off by the stop
+                bridge.get(f"/api/v1/stacks?job={job.job_id}")
+
+        threading.Thread(target=ask, daemon=True).start()
+        wait_until(
+            lambda: bridge.get("/healthz")["ray_driver"]["state"] == "joining", timeout=30,
+            what="the driver joining", context=lambda: bridge.log.read_text()[-3000:],
+        )  # fmt: skip
+        started = time.monotonic()
+        bridge.process.send_signal(signal.SIGTERM)
+        assert bridge.process.wait(timeout=10) == 0, bridge.log.read_text()
+        assert time.monotonic() - started < 10
+        assert "did not stop within" not in bridge.log.read_text()  # stopped, not abandoned
+    finally:
+        nothing.close()
+        if bridge.process.poll() is None:
+            bridge.process.kill()
