@@ -234,3 +234,48 @@ def test_every_serve_setting_is_a_flag_and_a_variable_but_replace() -> None:
     serve = options(subcommands()["serve"]) - {"-h", "--help"}
     settings: dict[str, Any] = {f for f in _settings_flags() if f != "--token"}
     assert serve - settings == {"--replace"}
+
+
+def test_the_settings_page_is_the_settings_model() -> None:
+    """docs/settings.md is made from the model: after a setting changes, make it again."""
+    from raydap.bridge.server import settings_reference
+
+    assert (ROOT / "docs" / "settings.md").read_text() == settings_reference.render(), (
+        "run: python -m raydap.bridge.server.settings_reference > docs/settings.md"
+    )
+
+
+#: A default a page gives for a flag of `raydap serve`: "`--flag N` (the default)",
+#: "--flag ... (default N" and "--flag` is off by default".
+DEFAULT_SAID = [
+    re.compile(r"--(?P<flag>[a-z-]+)[` ]+(?P<value>[\w.$/]+)`?,? (?:\()?the default"),
+    re.compile(r"--(?P<flag>[a-z-]+)`?[^.;()]{0,60}\(default `?(?P<value>[\w.$/]+)"),
+    re.compile(r"--(?P<flag>[a-z-]+)`? is (?P<value>off) by default"),
+]
+
+
+def _as_default(value: str) -> object:
+    if value == "off":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_each_serve_default_a_page_gives_is_the_models(page: Path) -> None:
+    fields = {"--" + name.replace("_", "-"): field for name, field in Settings.model_fields.items()}
+    wrong = []
+    for pattern in DEFAULT_SAID:
+        for found in pattern.finditer(page.read_text()):
+            field = fields.get("--" + found["flag"])
+            if field is None:
+                continue
+            said, default = _as_default(found["value"]), field.default
+            if isinstance(said, str) and said.startswith("$"):
+                continue  # a path made at start: docs/settings.md words it
+            model = None if default is False else default
+            if said != (float(model) if isinstance(model, int | float) else model):
+                wrong.append(f"--{found['flag']}: says {found['value']}, the model {default!r}")
+    assert not wrong, f"{page_id(page)}: {wrong}"
