@@ -133,6 +133,78 @@ def listed_ids(env: dict[str, str]) -> list[str]:
     return re.findall(r"^([0-9a-f]{12})\s", listed.stdout, re.MULTILINE)
 
 
+def readme_transcript() -> dict[str, list[str]]:
+    """README's console block: what each `raydap` command printed, by command."""
+    block = (ROOT / "README.md").read_text().split("```console\n", 1)[1].split("```", 1)[0]
+    said: dict[str, list[str]] = {}
+    command = ""
+    for line in block.splitlines():
+        found = re.match(r"\$ \.venv/bin/raydap (\w+)", line)
+        if found:
+            command = found[1]
+            said[command] = []
+        else:
+            said[command].append(line)
+    return said
+
+
+def as_pattern(line: str) -> re.Pattern[str]:
+    """A transcript line as a pattern: ids, pids and the elided parts of paths vary."""
+    text = re.escape(line.strip())
+    text = text.replace(re.escape("..."), ".*")
+    text = re.sub(r"pid\\? \d+", r"pid \\d+", text)
+    return re.compile(re.sub(r"[0-9a-f]{12}", "[0-9a-f]{12}", text))
+
+
+def list_rows(printed: str | list[str]) -> list[tuple[str, ...]]:
+    """`raydap list`'s rows as a person compares them: kind, task, file:line, function."""
+    lines = printed.splitlines() if isinstance(printed, str) else printed
+    rows = []
+    for line in lines[1:]:
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) >= 9:
+            rows.append((cells[1], cells[3], cells[7].rsplit("/", 1)[-1], cells[8]))
+    return sorted(rows)
+
+
+def prompting(screen: str) -> bool:
+    """Whether the pdb waits for a command: its prompt is the last line shown."""
+    shown = [line for line in screen.splitlines() if line.strip()]
+    return bool(shown) and re.fullmatch(r"\(raydap [^)]*\)\s*", shown[-1]) is not None
+
+
+def attach_as_readme_shows(env: dict[str, str], worker: str, shown: list[str]) -> None:
+    """`raydap attach` in a terminal, typed as README types it: every line it shows, in order."""
+    from tests.e2e.tmux import Terminal
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (make e2e-tools)")
+    # (the terminal's shell starts from this process's environment: what env leaves out is unset)
+    unset = [
+        f"--unset={k}" for k in os.environ if k.startswith(("RAYDAP_", "XDG_")) and k not in env
+    ]
+    terminal = Terminal(["env", *unset, str(RAYDAP), "attach", worker[:6]], env)
+    try:
+        for line in shown:
+            typed = re.match(r"\(raydap [^)]*\) (.+)", line)
+            if typed:
+                terminal.wait_for(prompting)
+                terminal.type(typed[1])
+            elif line.strip() == "^C":
+                terminal.key("C-c")
+            else:  # what it prints, before what README types next
+                pattern = as_pattern(line)
+                terminal.wait_for(lambda text, p=pattern: any(
+                    p.fullmatch(row.strip()) for row in text.splitlines()))  # fmt: skip
+        screen = terminal.wait_for("EXITED", timeout=30)
+    finally:
+        terminal.close()
+    rows = iter(screen.splitlines())
+    for line in shown:
+        pattern = as_pattern(line)
+        assert any(pattern.fullmatch(row.strip()) for row in rows), f"{line!r} not in:\n{screen}"
+
+
 def private(path: Path) -> bool:
     return path.is_dir() and stat.S_IMODE(path.stat().st_mode) == 0o700
 
@@ -162,8 +234,15 @@ def test_make_run_on_an_empty_home_debugs_the_demo_to_its_results(home: Path) ->
         assert private(home / ".local" / "state" / "raydap" / "hangs")
 
         assert sorted(listed_ids(env)) == sorted(i for i, _ in paused)
+        # What README's transcript shows, as this machine prints it
+        transcript = readme_transcript()
+        listed = raydap(env, "list").stdout
+        assert list_rows(listed) == list_rows(transcript["list"]), listed
+        [actor] = re.findall(r"^([0-9a-f]{12})\s.*Accumulator\.add", listed, re.MULTILINE)
+        attach_as_readme_shows(env, actor, transcript["attach"])
         continued = raydap(env, "continue", "--all")
         assert continued.returncode == 0, continued.stdout + continued.stderr
+        assert as_pattern(transcript["continue"][0]).fullmatch(continued.stdout.strip())
         assert demo.finish(timeout=60) == 0, demo.output
         assert RESULTS in demo.output
         assert "the demo job finished" in demo.output
