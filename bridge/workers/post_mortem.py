@@ -52,14 +52,14 @@ class PostMortems:
         task.add_done_callback(lambda _: self._handling.pop(rid, None))
 
     async def _handle(self, rid: str, upstream: Upstream, stop: object) -> None:
-        await self._capture(rid, upstream)
+        captured = await self._capture(rid, upstream)
         await self._named(rid)
         since = time.monotonic()
         while upstream.state is State.STOPPED and upstream.top_stop() is stop:
             if self._debugged(rid, upstream):
                 since = time.monotonic()  # the hold counts from when nobody looks
             elif time.monotonic() - since >= self.hold:
-                await self._let_go(rid)
+                await self._let_go(rid, captured)
                 return
             await asyncio.sleep(min(CHECK_EVERY, max(0.05, self.hold)))
 
@@ -80,7 +80,8 @@ class PostMortems:
                 return
             await asyncio.sleep(0.1)
 
-    async def _capture(self, rid: str, upstream: Upstream) -> None:
+    async def _capture(self, rid: str, upstream: Upstream) -> bool:
+        """Whether the stop was captured: it needs raydap where the worker runs."""
         try:
             _, frames = await upstream.stack(levels=1)
             response = await upstream.request(
@@ -88,15 +89,19 @@ class PostMortems:
                              "context": "repl"},
             )  # fmt: skip
         except (UpstreamError, IndexError, KeyError) as exc:
-            log.info("%s: its post-mortem stop was not captured: %s", rid, exc)
-            return
+            log.warning("%s: its post-mortem stop was not captured: %s", rid, exc)
+            return False
         said = (response.body or {}).get("result") if response.success else response.message
         if said != "'captured'":
-            log.info("%s: its post-mortem stop was not captured: %s", rid, said)
+            log.warning("%s: its post-mortem stop was not captured (is raydap installed where "
+                        "the worker runs?): %s", rid, said)  # fmt: skip
+            return False
+        return True
 
-    async def _let_go(self, rid: str) -> None:
-        log.info("%s: post-mortem stop captured and let go (nobody debugged it for %g s): its "
-                 "task fails as it would without a debugger", rid, self.hold)  # fmt: skip
+    async def _let_go(self, rid: str, captured: bool) -> None:
+        what = "captured and let go" if captured else "let go, not captured"
+        log.info("%s: post-mortem stop %s (nobody debugged it for %g s): its task fails as it "
+                 "would without a debugger", rid, what, self.hold)  # fmt: skip
         try:
             await self.holder.resume(rid)
             self.released += 1
