@@ -143,11 +143,13 @@ def test_doors_speak_only_the_adapters_errors(door: str) -> None:
 
 
 #: What the command line and the other clients may use of the server: the settings its flags
-#: are made from, the connection file's format, running a bridge in this process (``process``,
-#: the demo's ``bridge``) and the errors of preparing its folders. Nothing of its insides.
+#: are made from, the connection file's and the token file's formats (``raydap token`` edits
+#: the latter), running a bridge in this process (``process``, the demo's ``bridge``) and the
+#: errors of preparing its folders. Nothing of its insides.
 SERVER_FOR_CLIENTS = {
     "raydap.bridge.server.settings",
     "raydap.bridge.server.connection_file",
+    "raydap.bridge.server.token_file",
     "raydap.bridge.server.process",
     "raydap.bridge.server.bridge",
     "raydap.bridge.server.directories",

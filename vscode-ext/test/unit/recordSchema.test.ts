@@ -34,6 +34,7 @@ const IGNORED: Record<string, string> = {
   worker_type: 'a driver is named in task_name already',
   debugger_port: 'the bridge holds the connection; editors attach through the bridge',
   working_dir: 'the bridge maps paths with it',
+  answers: 'which of raydap’s own requests the bridge may send the worker: the bridge’s concern',
   world_size: 'not drawn yet: rank N is enough in a tree item',
 };
 
