@@ -67,3 +67,23 @@ def wait_until(
 def _name(check: Callable[..., Any]) -> str:
     name = getattr(check, "__name__", "the condition")
     return "the condition" if name == "<lambda>" else name
+
+
+def nodes_alive_script(dashboard: str, count: int, tries: int = 240) -> str:
+    """Python source that waits until the dashboard at ``dashboard`` lists ``count`` alive Ray
+    nodes (exit 0), or says that they did not come up (exit 1): run where the dashboard is
+    reachable (another network namespace, a container)."""
+    return f"""
+import json, time, urllib.request
+for _ in range({tries}):
+    try:
+        with urllib.request.urlopen("{dashboard}/api/v0/nodes?detail=1", timeout=2) as r:
+            nodes = json.loads(r.read())["data"]["result"]["result"]
+        if sum(n["state"] == "ALIVE" for n in nodes) >= {count}:
+            break
+    except OSError:
+        pass
+    time.sleep(0.25)
+else:
+    raise SystemExit("the Ray nodes did not come up")
+"""

@@ -29,6 +29,7 @@ import pytest
 from tests.e2e.conftest import break_line
 from tests.e2e.pods import Container, Network, Pod
 from tests.kubernetes import container_env, manifest, service_variables
+from tests.waiting import nodes_alive_script
 
 pytestmark = pytest.mark.e2e
 
@@ -106,7 +107,7 @@ def cluster() -> Iterator[Cluster]:
                 env |= {"RAYDAP_HANG_AFTER": "4", "RAYDAP_HANG_SAMPLE_INTERVAL": "1"}
             command = ray_start(head_group, container, head=True) if is_ray else None
             head.start(container, env, command)
-        wait_in(head.containers["ray-head"], "Ray's head", "127.0.0.1:8265/api/v0/nodes", 1)
+        wait_in(head.containers["ray-head"], "Ray's head", "http://127.0.0.1:8265", 1)
         worker = Pod("worker", worker_group["template"]["spec"], worker_ns, base, secrets_data)
         pods.append(worker)
         [container] = worker.spec["containers"]
@@ -114,7 +115,7 @@ def cluster() -> Iterator[Cluster]:
                             kuberay=kuberay_env(f"{HEAD_IP}:6379"))  # fmt: skip
         worker.start(container, env, ray_start(worker_group, container, head=False))
         wait_in(head.containers["ray-head"], "the worker pod's node",
-                "127.0.0.1:8265/api/v0/nodes", 2)  # fmt: skip
+                "http://127.0.0.1:8265", 2)  # fmt: skip
         yield Cluster(head, worker, client_ns, token, base)
     finally:
         for pod in reversed(pods):
@@ -125,19 +126,7 @@ def cluster() -> Iterator[Cluster]:
 
 def wait_in(container: Container, what: str, url: str, alive: int) -> None:
     """Wait, from inside a container, until the dashboard lists ``alive`` nodes."""
-    code = f"""
-import json, time, urllib.request
-for _ in range(360):
-    try:
-        with urllib.request.urlopen("http://{url}?detail=1", timeout=2) as r:
-            nodes = json.loads(r.read())["data"]["result"]["result"]
-        if sum(n["state"] == "ALIVE" for n in nodes) >= {alive}:
-            raise SystemExit(0)
-    except OSError:
-        pass
-    time.sleep(0.25)
-raise SystemExit(1)
-"""
+    code = nodes_alive_script(url, alive, tries=360)
     waited = container.exec([sys.executable, "-c", code])
     assert waited.wait(timeout=120) == 0, f"no {what}:\n{container.log.read_text()[-3000:]}"
 

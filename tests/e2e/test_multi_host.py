@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from raydap.bridge.client.local_ray import stop_process_tree
+from tests.waiting import nodes_alive_script
 
 pytestmark = pytest.mark.e2e
 
@@ -93,20 +94,7 @@ def hosts() -> Iterator[Hosts]:
 
 
 def wait_for_nodes(hosts: Hosts, count: int) -> None:
-    code = f"""
-import json, time, urllib.request
-for _ in range(240):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:8266/api/v0/nodes?detail=1", timeout=2) as r:
-            nodes = json.loads(r.read())["data"]["result"]["result"]
-        if sum(n["state"] == "ALIVE" for n in nodes) >= {count}:
-            break
-    except OSError:
-        pass
-    time.sleep(0.25)
-else:
-    raise SystemExit("the Ray nodes did not come up")
-"""
+    code = nodes_alive_script("http://127.0.0.1:8266", count)
     hosts.python(hosts.head, code, timeout=90)
 
 
