@@ -30,7 +30,7 @@ from typing import Any
 
 import psutil
 
-from raydap.bridge.client.local_ray import stop_process_tree
+from raydap.bridge.client.local_ray import process_tree, stop_process_tree
 from tests.kubernetes import IMAGE_GID, IMAGE_HOME, IMAGE_UID, expand
 
 #: The image's programs first: ``ray``, ``raydap``, ``py-spy`` and Python.
@@ -244,12 +244,25 @@ class Pod:
             lines.append(f"mount -o remount,bind,ro {shlex.quote(target)}")
         return lines
 
-    def stop(self) -> None:
-        for container in reversed(list(self.containers.values())):
-            with contextlib.suppress(psutil.Error):
-                stop_process_tree(container.process.pid, grace=5)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                container.process.wait(timeout=10)
-        if self.pause is not None:
-            stop_process_tree(self.pause.pid, grace=2)
-            self.pause.wait(timeout=10)
+    def processes(self) -> list[int]:
+        """The pod's own processes (its containers' and its pause process), by pid."""
+        started = [c.process for c in self.containers.values()]
+        return [p.pid for p in (*started, *([self.pause] if self.pause else []))]
+
+    def reap(self) -> None:
+        for process in (*(c.process for c in self.containers.values()), self.pause):
+            if process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=10)
+
+
+def stop_pods(pods: list[Pod], grace: float = 3.0) -> None:
+    """Every process of every pod at once: SIGTERM, then SIGKILL after ``grace`` seconds (as
+    the kubelet does, with a shorter grace), each by pid."""
+    roots = [pid for pod in pods for pid in pod.processes()]
+    if roots:
+        first, *rest = roots
+        stop_process_tree(first, grace=grace,
+                          also=lambda: {m for r in rest for m in process_tree(r)})  # fmt: skip
+    for pod in pods:
+        pod.reap()

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import break_line
-from tests.e2e.pods import Container, Network, Pod
+from tests.e2e.pods import Container, Network, Pod, stop_pods
 from tests.kubernetes import container_env, manifest, service_variables
 from tests.waiting import nodes_alive_script
 
@@ -118,8 +118,7 @@ def cluster() -> Iterator[Cluster]:
                 "http://127.0.0.1:8265", 2)  # fmt: skip
         yield Cluster(head, worker, client_ns, token, base)
     finally:
-        for pod in reversed(pods):
-            pod.stop()
+        stop_pods(pods)
         network.remove()
         shutil.rmtree(base, ignore_errors=True)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from raydap.bridge.client.local_ray import stop_process_tree
+from raydap.bridge.client.local_ray import process_tree, stop_process_tree
 from tests.waiting import nodes_alive_script
 
 pytestmark = pytest.mark.e2e
@@ -85,8 +85,10 @@ def hosts() -> Iterator[Hosts]:
     try:
         yield found
     finally:
-        for process in reversed(found.processes):
-            stop_process_tree(process.pid, grace=10)
+        # Every host's processes at once, each by pid (Ray's daemons: SIGKILL after 3 s)
+        first, *rest = (process.pid for process in found.processes)
+        stop_process_tree(first, grace=3, also=lambda: {m for r in rest for m in process_tree(r)})
+        for process in found.processes:
             process.wait(timeout=10)
         for namespace in (head, node, client):
             subprocess.run(["ip", "netns", "del", namespace], capture_output=True)

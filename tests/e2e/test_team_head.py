@@ -129,6 +129,7 @@ def test_a_second_user_lists_and_attaches_with_a_token_of_their_own(
         assert "HTTP http://" in line, line + (base / "bridge.log").read_text()
         url = re.search(r"HTTP (\S+)", line)[1]  # type: ignore[index]
         job = run_job("task_breakpoint.py")  # type: ignore[operator]
+        assert job is not None
 
         def person_runs(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
             return subprocess.run(
@@ -161,7 +162,8 @@ def test_a_second_user_lists_and_attaches_with_a_token_of_their_own(
         def paused() -> list[dict[str, object]] | None:
             listed = person_runs("list", "--json")
             assert listed.returncode == 0, listed.stderr
-            return json.loads(listed.stdout) or None
+            found = [r for r in json.loads(listed.stdout) if r["job_id"] == job.job_id]
+            return [r for r in found if r["task_name"]] or None  # (once it is named)
 
         [record] = wait_until(paused, timeout=60, what="the paused worker, listed by alice")
         assert record["task_name"] == "square"

@@ -117,16 +117,22 @@ def test_a_bridge_whose_ray_driver_cannot_join_stops_within_10_s_of_sigterm(
          "--dashboard-url", ray_head.dashboard_url], tmp_path / "bridge.log",
     )  # fmt: skip
     try:
+        asking = threading.Event()
 
-        def ask() -> None:
-            with contextlib.suppress(OSError):  # cut off by the stop
-                bridge.get(f"/api/v1/stacks?job={job.job_id}")
+        def ask() -> None:  # until the job's ranks run and their stacks need the driver
+            while not asking.is_set():
+                with contextlib.suppress(OSError):  # cut off by the stop
+                    bridge.get(f"/api/v1/stacks?job={job.job_id}")
+                time.sleep(0.3)
 
         threading.Thread(target=ask, daemon=True).start()
-        wait_until(
-            lambda: bridge.get("/healthz")["ray_driver"]["state"] == "joining", timeout=30,
-            what="the driver joining", context=lambda: bridge.log.read_text()[-3000:],
-        )  # fmt: skip
+        try:
+            wait_until(
+                lambda: bridge.get("/healthz")["ray_driver"]["state"] == "joining", timeout=30,
+                what="the driver joining", context=lambda: bridge.log.read_text()[-3000:],
+            )  # fmt: skip
+        finally:
+            asking.set()
         started = time.monotonic()
         bridge.process.send_signal(signal.SIGTERM)
         assert bridge.process.wait(timeout=10) == 0, bridge.log.read_text()
