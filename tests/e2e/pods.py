@@ -33,6 +33,8 @@ import psutil
 from raydap.bridge.client.local_ray import process_tree, stop_process_tree
 from tests.kubernetes import IMAGE_GID, IMAGE_HOME, IMAGE_UID, expand
 
+#: This checkout: the image's raydap and the jobs the tests run.
+ROOT = Path(__file__).resolve().parents[2]
 #: The image's programs first: ``ray``, ``raydap``, ``py-spy`` and Python.
 IMAGE_PATH = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
 
@@ -189,9 +191,10 @@ class Pod:
         home.mkdir()
         os.chown(home, uid, IMAGE_GID)
         env = {**env, "PATH": IMAGE_PATH}
-        script = ["set -e", "mount -t proc proc /proc", *self._interpreter(name),
+        kept, restored = self._image_under_tmp(name)
+        script = ["set -e", "mount -t proc proc /proc", *self._interpreter(name), *kept,
                   "mount -t tmpfs -o mode=1777 tmpfs /tmp",
-                  "mount -t tmpfs -o mode=1777 tmpfs /dev/shm"]  # fmt: skip
+                  "mount -t tmpfs -o mode=1777 tmpfs /dev/shm", *restored]  # fmt: skip
         mounts = [(IMAGE_HOME, home, False)] + [
             (m["mountPath"], self.volumes[m["name"]], bool(m.get("readOnly")))
             for m in container.get("volumeMounts") or []
@@ -211,6 +214,23 @@ class Pod:
             )  # fmt: skip
         self.containers[name] = Container(name, process, env, uid, groups, log)
         return self.containers[name]
+
+    def _image_under_tmp(self, container: str) -> tuple[list[str], list[str]]:
+        """The image's files (this checkout and its virtual environment) where they lie under
+        ``/tmp``, which each container gets empty (a fresh clone in /tmp, as CI's): shell lines
+        that keep them aside before, and put them back after."""
+        roots: list[Path] = []
+        for path in sorted({Path(os.path.realpath(p)) for p in (ROOT, sys.prefix)}):
+            if path.is_relative_to("/tmp") and not any(path.is_relative_to(r) for r in roots):
+                roots.append(path)
+        kept, restored = [], []
+        for index, path in enumerate(roots):
+            stage = self.base / f"{container}-image{index}"
+            stage.mkdir()
+            kept.append(f"mount --bind {shlex.quote(str(path))} {stage}")
+            restored += [f"mkdir -p {shlex.quote(str(path))}",
+                         f"mount --bind {stage} {shlex.quote(str(path))}"]  # fmt: skip
+        return kept, restored
 
     def _interpreter(self, container: str) -> list[str]:
         hidden = hidden_interpreter()

@@ -311,8 +311,22 @@ async function liveBreakpoints(page) {
   await ray.locator('.monaco-list-row', { hasText: /^Job .*0 paused · 2 running/ }).waitFor();
   const rank = running.first();
   await rank.click(); // selected: its inline actions show
+  const pid = ((await rank.getAttribute('aria-label')) ?? '').match(/pid (\d+)/)?.[1];
   await rank.getByRole('button', { name: 'Pause Worker' }).click();
-  await page.locator('.statusbar-item', { hasText: 'Ray: 1 paused' }).waitFor();
+  // As for a job's row: the row redrawn as it is clicked runs Pause without it, and VS Code
+  // asks which worker. A person answers with its id, which the follow session announced.
+  const paused = page.locator('.statusbar-item', { hasText: 'Ray: 1 paused' });
+  const asked = page.locator('.quick-input-widget', { hasText: 'Pause which running worker' });
+  await paused.or(asked).first().waitFor();
+  if (await asked.isVisible()) {
+    const said = await page.locator('.repl').innerText();
+    const id = said.match(new RegExp(`\\(pid ${pid} on [^)]*\\) \\((\\w+)\\)`))?.[1];
+    if (!id) throw new Error(`no id announced for pid ${pid} in the debug console: ${said}`);
+    await asked.locator('input').fill(id);
+    await page.keyboard.press('Enter');
+    say(`the view asked which worker to pause (its row was redrawn as it was clicked): gave ${id}`);
+  }
+  await paused.waitFor();
   await page.locator('.debug-call-stack .monaco-list-row', { hasText: /Paused in Rank\.run/i }).waitFor();
   say('paused one running rank from the Ray view: the followed session shows where it is');
   await continueJobFromView(page, ray);
