@@ -41,6 +41,12 @@ def spec_of(breakpoint: Any) -> Spec:
     return json.dumps(breakpoint if isinstance(breakpoint, dict) else {}, sort_keys=True)
 
 
+def stops(spec: Spec) -> bool:
+    """Whether the breakpoint can stop its worker: capture points and log points never do."""
+    breakpoint = json.loads(spec)
+    return not is_capture(breakpoint) and not breakpoint.get("logMessage")
+
+
 def book_key(command: str, arguments: dict[str, Any]) -> BookKey:
     source = arguments.get("source")
     path = source.get("path") if isinstance(source, dict) else None
@@ -112,6 +118,10 @@ class WorkerBook:
     def union(self, key: BookKey) -> tuple[Spec, ...]:
         every = (spec for specs in self._owned.get(key, {}).values() for spec in specs)
         return tuple(dict.fromkeys(every))
+
+    def stops(self) -> bool:
+        """Whether any list holds a breakpoint that can stop the worker."""
+        return any(stops(spec) for key in self._owned for spec in self.union(key))
 
     def remove(self, owner: Hashable) -> list[BookKey]:
         """Forget what ``owner`` set; the lists whose union shrank, to send again."""

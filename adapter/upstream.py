@@ -14,7 +14,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from raydap.adapter import upstream_handover as handover
@@ -28,7 +28,7 @@ from raydap.adapter.settler import Settler
 from raydap.adapter.stops import Stops
 from raydap.adapter.upstream_handover import Carried
 from raydap.adapter.upstream_life import Happening, Life, State, after
-from raydap.adapter.worker_breakpoints import WorkerBreakpoints
+from raydap.adapter.worker_breakpoints import Gate, WorkerBreakpoints
 from raydap.protocol import Event, ProtocolError, Request, Response, Route, event
 from raydap.protocol import command as command_info
 from raydap.protocol.extension import CAPTURE, CAPTURE_POINT_OFF, PROCESS_GROUPS
@@ -82,7 +82,11 @@ class Upstream:
         self.clients: set[Client] = set()
         self.cache = StopCache()
         #: Every session's breakpoints in this worker (it is given their union).
-        self.breakpoints = WorkerBreakpoints(self._ask_answered)
+        self.breakpoints = WorkerBreakpoints(self._ask_answered, gate=self._before_stopping)
+        #: Awaited before anything that can stop this worker is sent (a list with a breakpoint
+        #: that stops, a ``pause``), whatever door asked: the bridge's collective gate, which
+        #: keeps a stop from getting the worker's peers killed (``adapter/`` cannot import it).
+        self.gate: Gate | None = None
         self._on_change = on_change or (lambda upstream: None)
         self._observe = observe
         self._requests = RequestEngine(channel, on_answer=self._on_answer)
@@ -249,6 +253,9 @@ class Upstream:
 
     # -- requests ---------------------------------------------------------------------------
 
+    async def _before_stopping(self) -> Sequence[str]:
+        return await self.gate() if self.gate is not None else ()
+
     async def _ask_answered(self, command: str, arguments: dict[str, Any]) -> Response:
         """:meth:`request`, with a worker that cannot be asked as a failed response."""
         try:
@@ -272,6 +279,8 @@ class Upstream:
                 Response(request_seq=0, success=False, command=command, message=refused)
             )
         key = self.cache.key(command, arguments) if self.state is State.STOPPED else None
+        if command == "pause":
+            await self._before_stopping()
         if key is None:
             configures = command_info(command).route is Route.BROADCAST
             if configures:

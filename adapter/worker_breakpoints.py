@@ -22,12 +22,16 @@ from raydap.adapter.breakpoints import (
     per_spec,
     set_arguments,
     split,
+    stops,
 )
 from raydap.protocol import Response
 
 #: Sends a request to the worker and returns its response; a worker that cannot be asked is
 #: a failed response with why, never an exception.
 Ask = Callable[[str, dict[str, Any]], Awaitable[Response]]
+#: Waits until the worker may stop without getting its peers killed, and says which of them
+#: may still be on their old collective timeout (the bridge's: ``adapter/`` cannot import it).
+Gate = Callable[[], Awaitable[Sequence[str]]]
 
 
 #: The owner of the lists a worker was given before a session set them: a restarted bridge's
@@ -43,14 +47,19 @@ class Given:
     shares: list[Answer]
     #: Why the worker refused the whole list; ``None`` when it took it.
     refused: str | None = None
+    #: Peers that may still be on their own collective timeout when the list was given (the
+    #: gate waited its longest for them).
+    unprotected: tuple[str, ...] = ()
 
 
 class WorkerBreakpoints:
     """Every session's breakpoints in one worker; the worker has their union."""
 
-    def __init__(self, ask: Ask) -> None:
+    def __init__(self, ask: Ask, gate: Gate | None = None) -> None:
         self.book = WorkerBook()
         self._ask = ask
+        #: Passed before a list that can stop the worker is sent (the bridge's hook).
+        self.gate = gate
         #: What every capture point given to this worker carries beside its own settings (the
         #: bridge's redaction patterns: :meth:`raydap.live.redact.Redactor.settings`).
         self.capture_settings: dict[str, Any] = {}
@@ -69,11 +78,13 @@ class WorkerBreakpoints:
         """``owner`` now wants exactly ``specs`` in list ``key`` (the worker's path); send the
         worker the union, with ``base`` (the session's other arguments of the request). A
         session's list replaces the :data:`KEPT` one, as it would replace it in the worker;
-        ``beside_kept`` (capture points set outside any session) leaves it."""
+        ``beside_kept`` (capture points set outside any session) leaves it. A union that can
+        stop the worker first passes :attr:`gate`, whoever gives it."""
         command, path = key
         if owner != KEPT and not beside_kept:
             self.book.put(KEPT, key, ())
         union = self.book.put(owner, key, specs)
+        unprotected = await self.gate() if self.gate and any(map(stops, union)) else ()
         arguments, positions = set_arguments(base, path, union, self.capture_settings)
         response = await self._ask(command, arguments)
         if not response.success:
@@ -81,7 +92,7 @@ class WorkerBreakpoints:
             return Given([{"verified": False, "message": why} for _ in specs], why)
         answers = per_spec((response.body or {}).get("breakpoints") or [], positions)
         self.book.answered(key, union, answers)
-        return Given(split(specs, union, answers))
+        return Given(split(specs, union, answers), unprotected=tuple(unprotected))
 
     def claim(self, owner: Hashable, key: BookKey, specs: Sequence[Spec]) -> None:
         """``owner``'s share of a list the worker already holds (a worker a replaced bridge

@@ -120,6 +120,9 @@ class BreakpointsGiven:
     breakpoints: list[dict[str, Any]]
     #: Why the worker refused the whole list; None when it took it.
     refused: str | None = None
+    #: Ranks of its job that may still be on their own collective timeout (the gate gave up
+    #: waiting for them: docs/hangs.md).
+    unprotected: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, worker: BreakpointRecord, given: Given) -> BreakpointsGiven:
@@ -127,7 +130,7 @@ class BreakpointsGiven:
             {"line": share.get("line"), "verified": bool(share.get("verified"))}
             | ({"message": share["message"]} if share.get("message") else {})
             for share in given.shares
-        ], given.refused)  # fmt: skip
+        ], given.refused, given.unprotected)  # fmt: skip
 
 
 @dataclass(frozen=True)

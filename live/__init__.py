@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 
 #: GCS internal KV namespace and key prefix of the marks live workers leave for the bridge:
 #: ``live:<worker id hex>`` -> ``{"pid", "cwd", "python": [major, minor], "stops_in_ray_hook",
-#: "env"}`` (``env``: the variables that name its rank, ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``).
+#: "env", "job"}`` (``env``: the variables that name its rank, ``RANK``, ``WORLD_SIZE``,
+#: ``LOCAL_RANK``; ``job``: its Ray job, whose kept breakpoints it is given when held).
 #: The mark tells the bridge that a worker's open debugger port means "hold me while I run"
 #: (any worker that once hit a ``breakpoint()`` has an open port too), where its code is, for
 #: path mapping, and whether its ``breakpoint()`` stops need moving to the user's line.
@@ -68,6 +69,7 @@ def setup() -> None:
             "stops_in_ray_hook": stops_in_ray_hook,
             "env": {name: os.environ[name] for name in IDENTITY_VARIABLES if name in os.environ},
             "unsupported": _unsupported(), "answers": _answer_requests(),
+            "job": ray.get_runtime_context().get_job_id(),
         })  # fmt: skip
         _children_configure()
         _arm_recorder()

@@ -51,8 +51,8 @@ class CaptureService:
     captures: Captures
     points: Points
     #: The breakpoint lists live workers were given, kept for later ones (DAP sessions' points
-    #: are found there): ``(command, path) -> arguments``.
-    configuration: dict[tuple[str, str], dict[str, Any]]
+    #: are found there): ``(job, command, path) -> arguments``.
+    configuration: dict[tuple[str, str, str], dict[str, Any]]
 
     def __post_init__(self) -> None:
         # A worker's capture is kept only for a point that is set, and that is its own.
@@ -63,7 +63,7 @@ class CaptureService:
         found: dict[str, tuple[str, str, dict[str, Any]]] = {}
         for owner, path, point in self.points.all():
             found[point[SETTINGS]["id"]] = (owner, path, point)
-        for (command, path), arguments in self.configuration.items():
+        for (_, command, path), arguments in self.configuration.items():
             if command != "setBreakpoints":
                 continue
             for given in arguments.get("breakpoints") or []:

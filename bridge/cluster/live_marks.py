@@ -47,6 +47,8 @@ class LiveMark(BaseModel):
     unsupported: tuple[Annotated[str, Field(max_length=500)], ...] = Field((), max_length=64)
     #: raydap's own requests it answers (``raydapStacks``): no other is sent to it.
     answers: tuple[Annotated[str, Field(max_length=64)], ...] = Field((), max_length=16)
+    #: Its Ray job (hex): the job's kept breakpoints are the ones it is given when held.
+    job: Annotated[str, Field(max_length=64, pattern=r"^[0-9a-fA-F]+$")] | None = None
 
 
 class Marks(Protocol):

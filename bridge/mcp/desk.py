@@ -49,7 +49,8 @@ def _answered(given: BreakpointsGiven) -> dict[str, Any]:
     """What one worker made of the agent's breakpoints."""
     if given.refused is not None:
         return {"error": given.refused}
-    return {"breakpoints": given.breakpoints}
+    unprotected = {"unprotected": list(given.unprotected)} if given.unprotected else {}
+    return {"breakpoints": given.breakpoints, **unprotected}
 
 
 def _frame_facts(frame: dict[str, Any]) -> dict[str, Any]:

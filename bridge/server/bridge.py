@@ -54,6 +54,7 @@ from raydap.bridge.server.settings import Settings
 from raydap.bridge.server.token_file import TokenFileWatch
 from raydap.bridge.service import Workers
 from raydap.bridge.workers import pdb_records
+from raydap.bridge.workers.collective_gate import CollectiveGate
 from raydap.bridge.workers.group_timeouts import GroupTimeouts
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
@@ -211,15 +212,12 @@ class Bridge:
         self.holder.watchers.append(self.post_mortems.changed)
         #: A rank stopped alone must not get its peers killed (live workers' ranks only).
         self.group_timeouts = (
-            GroupTimeouts(
-                self.holder,
-                self.workers.follows,
-                self.live.has_breakpoints,
-                seconds=settings.debug_group_timeout,
-            )
+            GroupTimeouts(self.holder, self.workers.follows, seconds=settings.debug_group_timeout)
             if self.live is not None and settings.debug_group_timeout > 0
             else None
         )
+        if self.group_timeouts is not None:  # every stop of a live worker passes it first
+            self.holder.gate_for = CollectiveGate(self.group_timeouts).for_worker
         desk = Desk(self.workers)
         version = importlib.metadata.version("raydap")
         server = make_server(desk, self.audit.record, version, self.metrics.tool_call)

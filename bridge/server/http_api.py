@@ -462,7 +462,9 @@ async def set_line_breakpoints(request: web.Request) -> web.Response:
     _audit(request, "set breakpoints", path=body.path, job=body.job,
            lines=list(lines), conditions=conditions)  # fmt: skip
     return web.json_response({"path": body.path, "workers": [
-        {"id": g.worker.id, "breakpoints": g.breakpoints, "refused": g.refused} for g in given
+        {"id": g.worker.id, "breakpoints": g.breakpoints, "refused": g.refused,
+         "unprotected": list(g.unprotected)}
+        for g in given
     ]})  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from raydap.adapter import (
     open_tcp_channel,
 )
 from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.worker_breakpoints import Gate
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.holds import Hold, Holds, Step
@@ -116,6 +117,9 @@ class Holder:
         self.on_capture: Callable[[str, object], None] | None = None
         #: What each capture point given to a worker carries (the bridge's ``--redact``).
         self.capture_settings: dict[str, Any] = {}
+        #: The gate of each live worker held: what a stop of it passes first
+        #: (:mod:`.collective_gate`; None: stops go through at once).
+        self.gate_for: Callable[[str], Gate] | None = None
         #: Told of a paused worker whose debug port refuses (see :mod:`.rescue`).
         self.on_refused: Callable[[BreakpointRecord], object] | None = None
 
@@ -157,6 +161,7 @@ class Holder:
             rank=rank_from_environment(live.env) if live else None,
             unsupported=list(live.unsupported) if live else [],
             answers=list(live.answers) if live else [],
+            job_id=live.job if live else None,
         )
         listed = self.registry.get(record.id)
         if listed is None or listed.state != RecordState.FAILED:
@@ -290,10 +295,10 @@ class Holder:
         child_pid = record.pid if record.parent is not None else None
         options = self._options(record)
         upstream = Upstream(channel, name=record.label, child_pid=child_pid, **options)
-        upstream.breakpoints.capture_settings = self.capture_settings
         upstream.stops_in_ray_hook = stops_in_ray_hook
-        # Set before the handshake: debugpy names waiting children as soon as it is done.
-        upstream.on_child = lambda pid: self.hold_child(record.id, pid)
+        # Before the handshake: debugpy names waiting children as soon as it is done, and a
+        # live worker is given its job's kept breakpoints during it.
+        self._wire(record, upstream)
         if (on_capture := self.on_capture) is not None:  # restored capture points fire at once
             upstream.on_capture = lambda body: on_capture(record.id, body)
         try:
@@ -313,6 +318,13 @@ class Holder:
             await upstream.close("handshake failed")
             raise
         return upstream
+
+    def _wire(self, record: BreakpointRecord, upstream: Upstream) -> None:
+        """What every held worker's connection is given, new or adopted."""
+        upstream.breakpoints.capture_settings = self.capture_settings
+        upstream.on_child = lambda pid: self.hold_child(record.id, pid)
+        if record.live and self.gate_for is not None:
+            upstream.gate = self.gate_for(record.id)
 
     def _options(self, record: BreakpointRecord) -> dict[str, Any]:
         return {
@@ -451,8 +463,7 @@ class Holder:
     def adopt(self, record: BreakpointRecord, channel: Channel, carried: Carried) -> None:
         """Hold a worker whose connection an earlier bridge held, as it stood there."""
         upstream = Upstream.adopt(channel, carried, name=record.label, **self._options(record))
-        upstream.breakpoints.capture_settings = self.capture_settings
-        upstream.on_child = lambda pid: self.hold_child(record.id, pid)
+        self._wire(record, upstream)
         self.registry.put(record.model_copy(update={"clients": 0}))
         self.holds.step(record.id, Step.ADOPTED)
         self._held(record, upstream)

@@ -2,8 +2,10 @@
 
 Such a worker has its debugpy port open from the start. This finds the ones that are running
 (their open port, and the mark :mod:`raydap.live` left in GCS beside it), has the holder attach
-to each without pausing it, and keeps the breakpoints they were given: every live worker held
-later gets them too, and they are kept in GCS so a bridge that restarts gives them back.
+to each without pausing it, and keeps the breakpoints they were given, per job: every live
+worker of the job held later gets them too (through the same gate as any stop:
+:mod:`.collective_gate`), and they are kept in GCS so a bridge that restarts gives them back.
+Another job's workers never get them.
 A live worker's ``breakpoint()`` then arrives on the held connection at once, as a stop.
 """
 
@@ -28,15 +30,16 @@ from raydap.bridge.workers.records import BreakpointRecord, RecordState
 
 log = logging.getLogger(__name__)
 
-#: Each kept configuration, by what a later one of the same kind replaces: DAP sets
-#: breakpoints per source file, and function and exception breakpoints as a whole.
-ConfigurationKey = tuple[str, str]
+#: Each kept configuration, by what a later one of the same kind replaces: ``(job, command,
+#: path)``. DAP sets breakpoints per source file, and function and exception breakpoints as a
+#: whole; each job has its own ("": workers of no known job).
+ConfigurationKey = tuple[str, str, str]
 
 
-def configuration_key(command: str, arguments: dict[str, Any]) -> ConfigurationKey:
+def configuration_key(command: str, arguments: dict[str, Any], job: str = "") -> ConfigurationKey:
     source = arguments.get("source")
     path = source.get("path") if isinstance(source, dict) else None
-    return command, str(path or "")
+    return job, command, str(path or "")
 
 
 def clears(command: str, arguments: dict[str, Any]) -> bool:
@@ -88,9 +91,10 @@ class LiveWorkers:
     async def restore(self) -> None:
         """Take back the breakpoints a previous bridge kept (before any worker is held)."""
         for item in await self._marks.load_breakpoints():
-            command, arguments = item.get("command"), item.get("arguments")
+            command, arguments, job = item.get("command"), item.get("arguments"), item.get("job")
             if isinstance(command, str) and isinstance(arguments, dict):
-                self.configuration[configuration_key(command, arguments)] = arguments
+                key = configuration_key(command, arguments, job if isinstance(job, str) else "")
+                self.configuration[key] = arguments
         if self.configuration:
             log.info("restored %d live breakpoint settings", len(self.configuration))
 
@@ -151,28 +155,35 @@ class LiveWorkers:
 
     # -- the holder's hooks -----------------------------------------------------------------
 
-    def _kept_lists(self) -> list[tuple[tuple[str, str], list[str], dict[str, Any]]]:
-        """The kept breakpoint lists: (key, the breakpoints as asked, the other arguments)."""
+    def _job_of(self, rid: str) -> str:
+        record = self.holder.registry.get(rid)
+        return (record.job_id if record is not None else None) or ""
+
+    def _kept_lists(self, job: str) -> list[tuple[tuple[str, str], list[str], dict[str, Any]]]:
+        """The job's kept breakpoint lists: (key, the breakpoints as asked, the other
+        arguments)."""
         return [
             (
                 (command, path),
                 [spec_of(b) for b in unmerge(arguments.get("breakpoints") or [])],
                 {k: v for k, v in arguments.items() if k not in ("breakpoints", "lines")},
             )
-            for (command, path), arguments in list(self.configuration.items())
-            if command in BOOK_COMMANDS
+            for (kept_for, command, path), arguments in list(self.configuration.items())
+            if command in BOOK_COMMANDS and kept_for == job
         ]
 
     async def configure(self, rid: str, upstream: Upstream) -> None:
-        """A live worker being attached gets the kept breakpoints before it runs on. Its
+        """A live worker being attached gets its job's kept breakpoints before it runs on. Its
         breakpoint lists go through its one owner of breakpoints, as kept (:data:`KEPT`), so
-        that capture points given it later join them rather than replace them."""
-        for key, kept, base in self._kept_lists():
+        that capture points given it later join them rather than replace them, and a list
+        that can stop it passes its gate first, as any other."""
+        job = self._job_of(rid)
+        for key, kept, base in self._kept_lists(job):
             given = await upstream.breakpoints.give(KEPT, key, kept, base)
             if given.refused:
                 log.info("%s refused %s: %s", rid, key[0], given.refused)
-        for (command, _), arguments in list(self.configuration.items()):
-            if command in BOOK_COMMANDS:
+        for (kept_for, command, _), arguments in list(self.configuration.items()):
+            if command in BOOK_COMMANDS or kept_for != job:
                 continue
             try:
                 response = await upstream.request(command, arguments)
@@ -185,9 +196,11 @@ class LiveWorkers:
     def held(self, rid: str, upstream: Upstream) -> None:
         """A live worker is attached: what it is given from now on is kept. One a replaced
         bridge handed over holds the kept lists already: they are its :data:`KEPT` share."""
-        for key, kept, _ in self._kept_lists():
+        for key, kept, _ in self._kept_lists(self._job_of(rid)):
             upstream.breakpoints.claim(KEPT, key, kept)
-        upstream.on_configured = self.keep
+        upstream.on_configured = lambda command, arguments: self.keep(
+            command, arguments, self._job_of(rid)
+        )
         for hook in self.also_held:
             hook(rid, upstream)
 
@@ -196,16 +209,9 @@ class LiveWorkers:
         if record.worker_id:
             self._spawn(self._forget(record.worker_id))
 
-    def has_breakpoints(self) -> bool:
-        """Whether source or function breakpoints are set (exception filters do not count:
-        every editor sets them when it attaches)."""
-        return any(
-            command in ("setBreakpoints", "setFunctionBreakpoints")
-            for command, _ in self.configuration
-        )
-
-    def keep(self, command: str, arguments: dict[str, Any]) -> None:
-        key = configuration_key(command, arguments)
+    def keep(self, command: str, arguments: dict[str, Any], job: str = "") -> None:
+        """What a worker of ``job`` accepted, kept for the job's workers held later."""
+        key = configuration_key(command, arguments, job)
         if clears(command, arguments):
             if self.configuration.pop(key, None) is None:
                 return
@@ -218,7 +224,10 @@ class LiveWorkers:
 
     async def _save(self) -> None:
         await asyncio.sleep(self._save_after)  # one write for a burst of changes
-        kept = [{"command": c, "arguments": a} for (c, _), a in self.configuration.items()]
+        kept = [
+            {"job": job, "command": command, "arguments": arguments}
+            for (job, command, _), arguments in self.configuration.items()
+        ]
         try:
             await self._marks.save_breakpoints(kept)
         except Exception as exc:  # Ray raises its own RPC errors; kept in memory regardless

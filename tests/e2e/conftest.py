@@ -98,6 +98,11 @@ class BridgeProcess:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
 
+    def put(self, path: str, body: dict[str, Any]) -> Any:
+        request = self._request(path, json.dumps(body).encode(), "PUT")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
     def get_text(self, path: str) -> str:
         with urllib.request.urlopen(self._request(path), timeout=10) as response:
             return str(response.read().decode())

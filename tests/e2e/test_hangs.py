@@ -547,19 +547,22 @@ def phase(state: Path, name: str) -> None:
     (state / "phase.new").rename(state / "phase")
 
 
-STOP_TIMEOUT = 4  # the job's own collective timeout (tests/e2e/jobs/stopped_rank.py)
+STOP_TIMEOUT = 6  # the job's own collective timeout (tests/e2e/jobs/stopped_rank.py)
 STOPPED_FOR = STOP_TIMEOUT + 3  # well past it
 
 
 async def test_a_rank_stopped_past_its_groups_timeout_does_not_end_its_peer(
     watching_bridge: BridgeProcess, hang_head: LocalRay, dap_connect: Connect, tmp_path: Path
 ) -> None:
-    """Two gloo ranks with a 4 s collective timeout; rank 0 stops for 7 s, by a conditional
-    editor breakpoint and by its own ``breakpoint()``, each in a session following the job:
-    the bridge raised the timeouts of both ranks when the session began, so rank 1 waits out
-    the stop and the job finishes right. Once the session ends they get 4 s back. Then the
-    plain ``breakpoint()`` nobody expected, as docs/hangs.md says: rank 1 already waits with
-    its 4 s and fails, though the bridge raised its timeout as soon as it held the stop."""
+    """Two gloo ranks with a 6 s collective timeout. Rank 0 alone stops, first by a
+    conditional line breakpoint set on the running job with nothing else (the page's gutter,
+    an agent), held for three timeouts: the bridge raised both ranks' timeouts, and waited for
+    each one's next collective, before the breakpoint was armed, so rank 1 waits out the stop
+    and the job finishes right. (Issue "fleet": rank 0 stopped 0.14 s after the PUT, rank 1
+    had issued its next collective with 6 s, and died.) Then by its own ``breakpoint()``, in a
+    session following the job, which raised them when it began. Then the plain
+    ``breakpoint()`` nobody expected, as docs/hangs.md says: rank 1 already waits with its
+    6 s and fails, though the bridge raised its timeout as soon as it held the stop."""
     pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
     bridge, script = watching_bridge, str(JOBS / "stopped_rank.py")
     state = tmp_path / "debugged"
@@ -578,39 +581,39 @@ async def test_a_rank_stopped_past_its_groups_timeout_does_not_end_its_peer(
         workers = bridge.get("/api/v1/workers")["workers"]
         return {w["rank"]: w["state"] for w in workers if w["job_id"] == job.job_id}
 
-    async def hold_rank0(client: Any) -> None:
-        """Rank 0 stops, alone, for STOPPED_FOR seconds while rank 1 waits."""
+    async def hold_rank0(stopped: Any, held_for: float) -> None:
+        """Rank 0 stops, alone, for ``held_for`` seconds while rank 1 waits."""
         for _ in range(60):  # a job that ends first says why
-            with contextlib.suppress(asyncio.TimeoutError):
-                await client.wait_event("stopped", timeout=1)
+            if await stopped():
                 break
             timeouts()
         else:
             raise AssertionError("rank 0 did not stop within 60 s")
         until(lambda: rank_states() == {0: "paused", 1: "running"}, 30, "rank 0 stopped", bridge)
-        await asyncio.sleep(STOPPED_FOR)
+        await asyncio.sleep(held_for)
         assert rank_states() == {0: "paused", 1: "running"}  # rank 1 still waits, alive
 
     try:
         until(lambda: timeouts() == [STOP_TIMEOUT] * 2, 60, "both ranks training", bridge)
         until(lambda: set(rank_states()) == {0, 1}, 60, "both ranks held, live", bridge)
 
-        # A conditional editor breakpoint, rank 0 only
-        client = await dap_connect(bridge.dap_host, bridge.dap_port)
-        await client.attach(follow={"job": job.job_id}, token=bridge.token)
-        until(lambda: timeouts() == [3600] * 2, 15, "timeouts raised by the session", bridge)
-        for _ in range(2):
-            await client.wait_event("thread", where=lambda e: e.body["reason"] == "started")
-        line = break_line("stopped_rank.py", "step")
+        # A conditional line breakpoint on the running job, rank 0 only, and nothing else
+        line = break_line("stopped_rank.py", "grad")
         rank0_only = [{"line": line, "condition": "self.rank == 0"}]
-        answer = await client.request(
-            "setBreakpoints", {"source": {"path": script}, "breakpoints": rank0_only}
+        given = bridge.put(
+            "/api/v1/line-breakpoints",
+            {"path": script, "job": job.job_id, "breakpoints": rank0_only},
         )
-        assert answer.body["breakpoints"][0]["verified"] is True
-        await hold_rank0(client)
-        await client.request("setBreakpoints", {"source": {"path": script}, "breakpoints": []})
+        assert [w["breakpoints"][0]["verified"] for w in given["workers"]] == [True, True]
+
+        async def stopped() -> bool:
+            await asyncio.sleep(1)
+            return 0 in {r for r, s in rank_states().items() if s == "paused"}
+
+        await hold_rank0(stopped, 3 * STOP_TIMEOUT)
+        bridge.put("/api/v1/line-breakpoints", {"path": script, "job": job.job_id,
+                                                "breakpoints": []})  # fmt: skip
         bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
-        await client.close()
         until(lambda: timeouts() == [STOP_TIMEOUT] * 2, 30, "their own timeouts back", bridge)
 
         # Rank 0's own breakpoint(), with a session following the job
@@ -618,7 +621,14 @@ async def test_a_rank_stopped_past_its_groups_timeout_does_not_end_its_peer(
         await client.attach(follow={"job": job.job_id}, token=bridge.token)
         until(lambda: timeouts() == [3600] * 2, 15, "timeouts raised again", bridge)
         phase(state, "break")
-        await hold_rank0(client)
+
+        async def stopped_event() -> bool:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await client.wait_event("stopped", timeout=1)
+                return True
+            return False
+
+        await hold_rank0(stopped_event, STOPPED_FOR)
         phase(state, "end")
         bridge.post("/api/v1/continue", {"filter": {"job": job.job_id}})
         results = ast.literal_eval(job.result(timeout=60))
@@ -627,7 +637,7 @@ async def test_a_rank_stopped_past_its_groups_timeout_does_not_end_its_peer(
         stop_job(job)
     steps = {r["steps"] for r in results}
     assert len(steps) == 1 and {r["total"] for r in results} == {3.0 * steps.pop()}
-    assert [r["longest"] > STOPPED_FOR for r in results] == [False, True]  # rank 1 waited
+    assert [r["longest"] > 3 * STOP_TIMEOUT for r in results] == [False, True]  # rank 1 waited
 
     # The plain breakpoint(): nobody attached before rank 0 stopped
     plain = tmp_path / "plain"

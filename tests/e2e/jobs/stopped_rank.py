@@ -1,12 +1,13 @@
 """Two live Ray actors in one gloo group with a short collective timeout (TIMEOUT s, set by
-the job), training step after step while rank 0 stops. Rank 0 reads the phase the test writes
+the job: 6), training step after step while rank 0 stops. Rank 0 reads the phase the test writes
 in STATE_DIR/phase and broadcasts it, so both ranks take each step in the same phase:
 
 - ``run``: a step;
 - ``break``: a step where rank 0 calls ``breakpoint()``;
 - ``end``: both return.
 
-A conditional editor breakpoint on the line that calls ``step`` stops rank 0 only. Each rank
+A conditional breakpoint on the line between the broadcast and the all_reduce stops rank 0
+only, while rank 1 waits in the all_reduce. Each rank
 writes its group's timeout in STATE_DIR/timeout-RANK before every step (what raydap set), and
 returns its steps, the sum it all_reduced and its longest wait in a collective, or how its
 wait ended. PLAN=plain starts in ``break`` (nobody attached) and returns rank 1 only."""
@@ -22,7 +23,7 @@ from raydap.bridge.client.ports import free_port  # the master's port, taken by 
 
 ray.init(runtime_env={"worker_process_setup_hook": "raydap.live.setup"})
 print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
-TIMEOUT = 4
+TIMEOUT = 6
 STATE = Path(os.environ["STATE_DIR"])
 PHASES = ["run", "break", "end"]
 
@@ -80,7 +81,7 @@ class Rank:
         phase = PHASES[int(phase)]
         if phase == "end":
             return None
-        grad = torch.ones(1) * (self.rank + 1)
+        grad = torch.ones(1) * (self.rank + 1)  # BREAK grad
         if phase == "break" and self.rank == 0:
             breakpoint()
         started = time.monotonic()

@@ -110,3 +110,27 @@ async def test_a_handed_over_workers_kept_list_is_claimed_not_sent_and_points_jo
     point = spec_of({"line": 30, "mode": "capture", "capture": {"id": "cp-0123456789"}})
     await owner.give("ci (HTTP)", KEY, [point], base, beside_kept=True)
     assert worker.lists[PATH] == [10, 30]
+
+
+async def test_a_list_that_can_stop_the_worker_passes_its_gate_first_and_a_capture_never() -> None:
+    """Whatever door gives it, a list with a breakpoint that stops waits for the bridge's
+    gate (the peers' collective timeouts raised) before the worker has it; capture points and
+    log points never stop the worker, so they never wait, and never count as breakpoints."""
+    worker = Debugpy()
+    opened: list[int] = []
+
+    async def gate() -> list[str]:
+        opened.append(len(worker.sent))  # what the worker had been sent by then
+        return ["Rank.train (rank 3)"]
+
+    owner = WorkerBreakpoints(worker.ask, gate=gate)
+    base = {"source": {"path": PATH}}
+    point = spec_of({"line": 30, "mode": "capture", "capture": {"id": "cp-0123456789"}})
+    logs = spec_of({"line": 31, "logMessage": "loss={loss}"})
+    given = await owner.give("ci (HTTP)", KEY, [point, logs], base)
+    assert opened == [] and given.unprotected == () and not owner.book.stops()
+
+    given = await owner.give("editor", KEY, specs(12), base)
+    assert opened == [1]  # before the worker was sent the list with line 12
+    assert given.unprotected == ("Rank.train (rank 3)",) and owner.book.stops()
+    assert worker.lists[PATH] == [30, 31, 12]

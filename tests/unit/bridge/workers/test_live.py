@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from raydap.adapter.worker_breakpoints import WorkerBreakpoints
 from raydap.bridge.cluster.dashboard import WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers
+from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
+from raydap.protocol import Response
 from tests.unit.bridge.workers.marks import MemoryMarks
 from tests.waiting import until
 
@@ -96,6 +99,45 @@ async def test_kept_breakpoints_that_are_not_json_objects_are_ignored() -> None:
     live = LiveWorkers(RecordingHolder(), listeners=_none, marks=marks)
     await live.restore()
     assert live.configuration == {}
+
+
+class LaterWorker:
+    """A live worker being held: its one owner of breakpoints, with a gate that records."""
+
+    def __init__(self) -> None:
+        self.lists: list[list[int]] = []
+        self.gated = 0
+        self.breakpoints = WorkerBreakpoints(self._debugpy, gate=self._gate)
+
+    async def _gate(self) -> list[str]:
+        self.gated += 1
+        return []
+
+    async def _debugpy(self, command: str, arguments: dict[str, Any]) -> Response:
+        self.lists.append([b["line"] for b in arguments["breakpoints"]])
+        answers = [{"id": 1, "verified": True} for _ in arguments["breakpoints"]]
+        return Response(request_seq=1, success=True, command=command,
+                        body={"breakpoints": answers})  # fmt: skip
+
+    async def request(self, command: str, arguments: dict[str, Any]) -> Response:
+        return Response(request_seq=1, success=True, command=command)
+
+
+async def test_a_worker_held_later_gets_its_own_jobs_breakpoints_through_the_gate() -> None:
+    """Issue "fleet": kept breakpoints were one list for every job, so a later worker of any
+    job was given every job's, and a stop could reach it without its peers raised."""
+    holder = RecordingHolder()
+    live = LiveWorkers(holder, listeners=_none, marks=MemoryMarks(), save_after=0.01)
+    line = {"source": {"path": "/srv/job/train.py"}, "breakpoints": [{"line": 12}]}
+    live.keep("setBreakpoints", line, "01")
+    for job in ("01", "02"):
+        holder.registry.put(BreakpointRecord(id=f"{job}w", node_ip="10.0.0.1", paused_since=0,
+                                             live=True, job_id=job))  # fmt: skip
+    ours, theirs = LaterWorker(), LaterWorker()
+    await live.configure("01w", ours)  # type: ignore[arg-type]
+    await live.configure("02w", theirs)  # type: ignore[arg-type]
+    assert (ours.lists, ours.gated) == ([[12]], 1)
+    assert (theirs.lists, theirs.gated) == ([], 0)
 
 
 async def _none() -> list[Any]:
