@@ -43,6 +43,31 @@ class WorkerRow(BaseModel):
     worker_type: str | None = None
 
 
+class WorkerExit(BaseModel):
+    """How a worker ended, as Ray's ``/api/v0/workers`` says (``detail``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    is_alive: bool = True
+    #: ``SYSTEM_ERROR``, ``NODE_OUT_OF_MEMORY``, ``INTENDED_USER_EXIT``...
+    exit_type: str | None = None
+    #: Ray's words (a signal, the OOM killer, a lost connection).
+    exit_detail: str | None = None
+    node_id: str | None = None
+
+
+class NodeRow(BaseModel):
+    """One row of ``/api/v0/nodes``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    node_id: str
+    node_ip: str | None = None
+    #: ``ALIVE`` or ``DEAD``.
+    state: str | None = None
+    state_message: str | None = None
+
+
 class TaskRow(BaseModel):
     """One row of ``/api/v0/tasks``."""
 
@@ -188,6 +213,18 @@ class DashboardClient:
                 return text
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise DashboardError(f"dashboard traceback: {exc or type(exc).__name__}") from None
+
+    async def worker_exit(self, worker_id: str) -> WorkerExit | None:
+        """How a worker ended (or that it lives on), None while the dashboard does not list it."""
+        where = {"filter_keys": "worker_id", "filter_predicates": "=", "filter_values": worker_id}
+        rows = await self._state_rows("/api/v0/workers", {**where, "limit": "10"})
+        return _validate(WorkerExit, rows[0]) if rows else None
+
+    async def node(self, node_id: str) -> NodeRow | None:
+        """A node's state (``DEAD``: Ray lost it, and why), None while it is not listed."""
+        where = {"filter_keys": "node_id", "filter_predicates": "=", "filter_values": node_id}
+        rows = await self._state_rows("/api/v0/nodes", {**where, "limit": "10"})
+        return _validate(NodeRow, rows[0]) if rows else None
 
     async def node_ip(self, node_id: str) -> str | None:
         """The address a node registered with Ray, or None while the dashboard does not list it."""

@@ -357,7 +357,13 @@ def summary(collective: Collective, agreeing: dict[int, Entry] | None = None) ->
                          f"{others} did not")  # fmt: skip
     if not parts:
         waiting = ranks_text(collective.waiting) if collective.waiting else "no rank"
-        parts.append(f"{waiting} wait{'s' if len(collective.waiting) == 1 else ''}, none missing")
+        verb = f"{waiting} wait{'s' if len(collective.waiting) == 1 else ''}"
+        unread = [m.rank for m in collective.members if m.worker is None]
+        if unread:  # never "none missing" while a rank of the group was not read
+            them = "that rank" if len(unread) == 1 else "those ranks"
+            parts.append(f"{verb}; {ranks_text(unread)} unread (no live worker is {them})")
+        else:
+            parts.append(f"{verb}, none missing")
     return f"{where}: " + "; ".join(parts)
 
 

@@ -95,6 +95,26 @@ class Unread(BaseModel):
     reason: str
 
 
+class DeadRank(BaseModel):
+    """A rank whose worker went away while ranks of its world live on (:mod:`.dead_ranks`)."""
+
+    rank: int
+    world_size: int
+    #: The record id it had, and what it was called.
+    worker: str
+    label: str
+    node_ip: str
+    node_id: str | None = None
+    pid: int | None = None
+    #: When its debug connection closed (seconds since the epoch).
+    died_at: float
+    #: Why, in Ray's words (a signal, the OOM killer, its node lost); None: Ray does not say.
+    cause: str | None = None
+    #: The collective its peers were in when the verdict was read (``all_reduce #78
+    #: (default_pg)``), where their recorders say.
+    peers_in: str | None = None
+
+
 class Verdict(BaseModel):
     job: str
     state: JobState
@@ -111,6 +131,8 @@ class Verdict(BaseModel):
     unread: list[Unread] = []
     #: Ranks waiting for a collective they issued, blocked elsewhere (:mod:`.async_waits`).
     waits: list[RankWait] = []
+    #: Ranks of the job that died while their peers live on: named at once, a hang or not.
+    dead: list[DeadRank] = []
     #: The directory this verdict was written to (:mod:`.hang_reports`).
     report: str | None = None
 
@@ -343,12 +365,13 @@ class HangJudge:
 
 
 def news(before: Verdict | None, after: Verdict) -> bool:
-    """Whether a verdict is worth announcing: the state, the stragglers or the collective
-    verdict changed."""
+    """Whether a verdict is worth announcing: the state, the stragglers, the dead ranks or
+    the collective verdict changed."""
     if before is None:
         return after.state == "suspected_hang"
     stragglers = [s.worker for s in before.stragglers] != [s.worker for s in after.stragglers]
-    return before.state != after.state or stragglers or _where(before) != _where(after)
+    dead = [d.worker for d in before.dead] != [d.worker for d in after.dead]
+    return before.state != after.state or stragglers or dead or _where(before) != _where(after)
 
 
 def _where(verdict: Verdict) -> object:

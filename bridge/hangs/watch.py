@@ -7,9 +7,11 @@ one py-spy read of each running rank, on its node (one pinned task per node, as
 A job with a paused worker is left out of the sample: a person is debugging it, and its other
 ranks waiting on it is expected, not a hang.
 
-A suspected hang of a job with torch.distributed ranks is then judged by the ranks' Flight
-Recorders too (:mod:`.collective_reader`), once per hang and again when its stragglers change,
-and each new such verdict is written to a report that outlives the job (:mod:`.hang_reports`).
+A job with a rank that died while its peers live on is a suspected hang at once, and its
+verdict names the dead rank first (:mod:`.dead_ranks`). A suspected hang of a job with
+torch.distributed ranks is then judged by the ranks' Flight Recorders too
+(:mod:`.collective_reader`), once per hang and again when its stragglers change, and each new
+such verdict is written to a report that outlives the job (:mod:`.hang_reports`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from raydap.bridge.cluster.pyspy import main_thread
 from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
 from raydap.bridge.hangs.async_waits import async_waits, said
 from raydap.bridge.hangs.collective_reader import CollectiveReader, Finding
+from raydap.bridge.hangs.dead_ranks import DeadRanks, as_hang, with_dead
 from raydap.bridge.hangs.frames import fold
 from raydap.bridge.hangs.grid import Grid
 from raydap.bridge.hangs.grid import build as build_grid
@@ -82,8 +85,10 @@ class HangWatch:
         clock: Callable[[], float] = time.time,
         reports: HangReports | None = None,
         redactor: Redactor = DEFAULT_REDACTOR,
+        dead_ranks: DeadRanks | None = None,
     ) -> None:
-        """``redactor``: what the reports' locals hide."""
+        """``redactor``: what the reports' locals hide; ``dead_ranks``: who died, and why Ray
+        says (by default, without asking Ray)."""
         self.holder = holder
         self.redactor = redactor
         self.remote = remote
@@ -97,6 +102,7 @@ class HangWatch:
         self._last: dict[str, RankSample] = {}
         self._subscribers: set[asyncio.Queue[Verdict]] = set()
         self.collectives = CollectiveReader(holder)
+        self.dead_ranks = dead_ranks or DeadRanks(holder.process_groups, None)
         self.reports = reports
         self._found: dict[str, _Found] = {}
         #: What the doors show: each job's verdict as a whole sample concluded it (the judge's
@@ -194,11 +200,13 @@ class HangWatch:
                 if record.id in self._last:
                     samples.append(self._last[record.id])
             before = self.judge.verdicts.get(job)
-            collective = bool(self.collectives.ranks_of(job))
-            verdict = self.judge.observe(job, samples, now, collective=collective)
-            if await self._progresses(job, now):
-                verdict = self.judge.moved(job, samples, now, collective=collective)
-            verdict = await self._with_collectives(verdict)
+            ranks = self.collectives.ranks_of(job)
+            dead = await self.dead_ranks.of(job, ranks) if ranks else []
+            verdict = self.judge.observe(job, samples, now, collective=bool(ranks))
+            if not dead and await self._progresses(job, now):
+                verdict = self.judge.moved(job, samples, now, collective=bool(ranks))
+            verdict = await self._with_collectives(as_hang(verdict, dead))
+            verdict = with_dead(verdict, dead)
             if news(before, verdict):
                 if verdict.state == "suspected_hang" and self.reports is not None:
                     verdict = await self._report(verdict)

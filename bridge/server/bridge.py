@@ -36,6 +36,7 @@ from raydap.bridge.cluster.live_marks import GcsMarks, Marks
 from raydap.bridge.cluster.locate import Cluster
 from raydap.bridge.cluster.pdb_keys import LegacyPdbDiscovery
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
+from raydap.bridge.hangs.dead_ranks import DeadRanks, dashboard_cause
 from raydap.bridge.hangs.outside_pause import OutsidePause
 from raydap.bridge.hangs.reports import HangReports
 from raydap.bridge.hangs.watch import HangWatch
@@ -173,6 +174,7 @@ class Bridge:
                     max_bytes=settings.hang_reports_mb * 2**20,
                 ),
                 redactor=redactor,
+                dead_ranks=DeadRanks(self.holder.process_groups, dashboard_cause(self.dashboard)),
             )
             if settings.hang_watch != "off"
             else None

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from raydap.adapter import Upstream, UpstreamError
+from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 from raydap.protocol.collectives import Identity, read_identity
 from raydap.protocol.extension import COLLECTIVES
@@ -27,6 +30,18 @@ log = logging.getLogger(__name__)
 #: How long one worker may take to answer; its first call sites take longer (torch
 #: symbolizes stacks by importing torch._inductor, about 2 s, once per process).
 READ_TIMEOUT = 5.0
+#: Ranks that left kept at most (the oldest go first): a verdict names a dead rank from these.
+MAX_DEPARTED = 4096
+
+
+@dataclass(frozen=True)
+class Departed:
+    """A rank whose live worker went away (its debug connection closed): who it was, where,
+    and when (``time.time()``)."""
+
+    record: BreakpointRecord
+    identity: Identity
+    at: float
 
 
 class ProcessGroups:
@@ -34,6 +49,9 @@ class ProcessGroups:
         self.registry = registry
         self._identities: dict[str, Identity] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Ranks whose worker went away, by record id, until a worker says it is that rank of
+        #: that world again.
+        self.departed: dict[str, Departed] = {}
 
     def attach(self, rid: str, upstream: Upstream) -> None:
         """A live worker is held: listen for its groups, and ask once for those it made
@@ -44,7 +62,15 @@ class ProcessGroups:
         task.add_done_callback(self._tasks.discard)
 
     def forget(self, rid: str) -> None:
-        self._identities.pop(rid, None)
+        """The worker went away: a rank of a world is kept as departed (call before its record
+        is removed)."""
+        identity = self._identities.pop(rid, None)
+        record = self.registry.get(rid)
+        if identity is None or record is None:
+            return
+        self.departed[rid] = Departed(record, identity, time.time())
+        while len(self.departed) > MAX_DEPARTED:
+            del self.departed[next(iter(self.departed))]
 
     def of(self, rid: str) -> Identity | None:
         return self._identities.get(rid)
@@ -70,6 +96,14 @@ class ProcessGroups:
         if said is None or said.identity is None or record is None:
             return
         found = self._identities[rid] = said.identity
+        job = record.job_id or said.job
+        for gone, left in list(self.departed.items()):  # that rank is back (a restart)
+            if (left.record.job_id, left.identity.world, left.identity.rank) == (
+                job,
+                found.world,
+                found.rank,
+            ):
+                del self.departed[gone]
         update: dict[str, Any] = {"rank": found.rank, "world_size": found.world_size}
         if record.job_id is None and said.job is not None:
             # A worker that made a group runs its job's code, even if Ray never listed its

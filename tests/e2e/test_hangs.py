@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tarfile
@@ -511,7 +512,7 @@ async def test_another_op_at_the_same_number_is_named_with_its_call_site(
     await page.close()
 
 
-def test_a_progressing_job_is_never_called_hung(
+def test_a_progressing_job_is_never_called_hung_and_a_rank_that_dies_is_named_at_once(
     watching_bridge: BridgeProcess, collective_job: Any
 ) -> None:
     bridge = watching_bridge
@@ -537,6 +538,34 @@ def test_a_progressing_job_is_never_called_hung(
         time.sleep(0.5)
     assert states == {"progressing"}
     assert still  # the stacks alone would have called it hung
+
+    # Rank 2 dies (SIGKILL, as the OOM killer sends): named at once, not waited for
+    rank2 = next(w for w in bridge.get("/api/v1/workers")["workers"]
+                 if w["job_id"] == job.job_id and w["rank"] == 2)  # fmt: skip
+    os.kill(rank2["pid"], signal.SIGKILL)
+    died = time.monotonic()
+
+    def named() -> dict[str, Any] | None:
+        verdict = watched()
+        return verdict if verdict and verdict["dead"] and verdict["report"] else None
+
+    verdict = until(named, 60, "the dead rank named", bridge)
+    print(f"named {time.monotonic() - died:.1f} s after it died:", verdict["summary"])
+    assert verdict["state"] == "suspected_hang"
+    dead = verdict["dead"]
+    assert [(d["rank"], d["pid"], d["node_ip"]) for d in dead] == [
+        (2, rank2["pid"], rank2["node_ip"])
+    ]
+    assert dead[0]["cause"] and "SYSTEM_ERROR" in dead[0]["cause"], dead  # Ray's words
+    assert verdict["summary"].startswith(f"rank 2 died (pid {rank2['pid']} on "), verdict
+    assert "none missing" not in verdict["summary"]
+    assert next(u for u in verdict["unread"] if u["rank"] == 2)["reason"].startswith("it died")
+    saved = json.loads((Path(verdict["report"]) / "verdict.json").read_text())
+    assert saved["dead"][0]["pid"] == rank2["pid"]
+    env = dict(os.environ, RAYDAP_URL=bridge.url, RAYDAP_TOKEN=bridge.token)
+    printed = subprocess.run([sys.executable, "-m", "raydap.bridge", "hangs"], env=env,
+                             capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    assert f"rank 2 died (pid {rank2['pid']}" in printed, printed
 
 
 def phase(state: Path, name: str) -> None:

@@ -7,7 +7,9 @@
   returns at once: their stacks stand at ``work.wait()``, a few lines past the call;
 - ``mismatch``: at step 3 rank 1 broadcasts where the others all_reduce: all four wait;
 - ``progress``: the ranks train for ever, rank 0 slower than the others, who wait for it in
-  the same all_reduce at every sample: their stacks stand still, yet the job progresses.
+  the same all_reduce at every sample: their stacks stand still, yet the job progresses. Until
+  the test kills a rank: the driver waits for every rank to end, failed or not, so the job
+  lives on while the peers of the dead rank wait for it.
 """
 
 import os
@@ -64,4 +66,9 @@ class Rank:
 port = free_port()
 ranks = [Rank.remote(rank, port) for rank in range(4)]
 print("STARTED", flush=True)
-print("RESULT", ray.get([r.train.remote() for r in ranks]), flush=True)
+trained = [r.train.remote() for r in ranks]
+if HANG == "progress":  # every rank's end, a failure included: the job outlives a dead rank
+    ray.wait(trained, num_returns=len(trained))
+    print("RESULT", "ended", flush=True)
+else:
+    print("RESULT", ray.get(trained), flush=True)

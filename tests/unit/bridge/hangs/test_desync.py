@@ -66,10 +66,13 @@ def test_ranks_that_all_completed_are_no_verdict() -> None:
 
 def test_a_rank_that_could_not_be_read_is_not_called_missing() -> None:
     [verdict] = judge(recorded("skip", drop=(2,)))
-    # Without rank 2's recorder nobody disagrees: the others wait at #10, none missing.
+    # Without rank 2's recorder nobody disagrees: the others wait at #10. Never "none missing"
+    # while a rank of the group is unread (issue "fleet": a dead rank was hidden so).
     assert (verdict.seq, verdict.waiting, verdict.missing) == (10, [0, 1, 3], [])
     assert verdict.worker_of(2) is None
-    assert verdict.summary.endswith("ranks 0, 1, 3 wait, none missing")
+    assert verdict.summary.endswith(
+        "ranks 0, 1, 3 wait; rank 2 unread (no live worker is that rank)"
+    )
 
 
 # -- NCCL, on paper --------------------------------------------------------------------------

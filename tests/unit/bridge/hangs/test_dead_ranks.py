@@ -1,0 +1,84 @@
+"""A dead rank named at once, with what Ray says of it standing in for the dashboard (a real
+gloo rank killed with SIGKILL: tests/e2e/test_hangs.py)."""
+
+from __future__ import annotations
+
+from raydap.bridge.hangs.dead_ranks import CAUSE_WAIT, DeadRanks, Ending
+from raydap.bridge.hangs.watch import HangWatch
+from raydap.bridge.workers.holder import record_id
+from raydap.bridge.workers.process_groups import Departed
+from tests.unit.bridge.hangs.test_watch import live_ranks, watch
+
+KILLED = "SYSTEM_ERROR: Worker unexpectedly exits with a connection error code 2. End of file."
+
+
+def rank_dies(hangs: HangWatch, rank: int, pid: int = 4242) -> str:
+    """Rank ``rank`` of job 01 goes as a worker does: its connection closes, it is unlisted."""
+    rid = record_id(f"01w{rank}" + "0" * 10)
+    registry = hangs.holder.registry
+    record = registry.get(rid)
+    assert record is not None
+    registry.put(record.model_copy(update={"pid": pid, "worker_id": f"01w{rank}" + "0" * 10}))
+    hangs.holder.process_groups.forget(rid)
+    registry.remove(rid)
+    hangs.holder.upstreams.pop(rid)
+    cluster = hangs.remote
+    cluster.rows = [(t, w) for t, w in cluster.rows if record_id(w.worker_id) != rid]  # type: ignore[attr-defined]
+    return rid
+
+
+async def test_a_rank_that_dies_is_named_at_once_with_where_it_ran_and_why_ray_says() -> None:
+    """Issue "fleet": 18 s after rank 2 died the verdict said "rank 0 waits, none missing",
+    and rank 2 was only "unread"."""
+    hangs, _, now = watch("all")
+    live_ranks(hangs.holder.registry, hangs.holder)
+    endings: dict[str, Ending] = {}
+
+    async def ray_says(departed: Departed) -> Ending:
+        return endings.get(departed.record.id, Ending(None, final=False))
+
+    hangs.dead_ranks = DeadRanks(hangs.holder.process_groups, ray_says)
+    assert {v.state for v in await hangs.sample()} <= {"progressing"}
+    rid = rank_dies(hangs, 1)
+    endings[rid] = Ending(KILLED, final=True)
+    now[0] = 1.0  # one sample later, far from --hang-after (10 s)
+    [named] = [v for v in await hangs.sample() if v.job == "01"]
+    assert named.state == "suspected_hang"
+    [dead] = named.dead
+    assert (dead.rank, dead.worker, dead.pid, dead.node_ip, dead.cause) == (
+        1, rid, 4242, "10.0.0.1", KILLED,
+    )  # fmt: skip
+    assert dead.peers_in == "all_reduce #4 (default_pg)"  # the recorders' verdict
+    assert named.summary.startswith(
+        "rank 1 died (pid 4242 on 10.0.0.1: SYSTEM_ERROR: Worker unexpectedly exits with a "
+        "connection error code 2) while the others were in all_reduce #4 (default_pg); "
+    ), named.summary
+    assert [(u.rank, u.reason.split(":")[0]) for u in named.unread] == [(1, "it died")]
+
+    # A worker that says it is rank 1 of that world again (a restart): nobody is dead
+    hangs.holder.process_groups.departed.clear()
+    now[0] = 2.0
+    await hangs.sample()
+    assert hangs.verdicts()[0].dead == []
+
+
+async def test_ray_cleaning_up_is_no_death_and_silence_is_named_after_a_while() -> None:
+    hangs, _, _ = watch("all")
+    live_ranks(hangs.holder.registry, hangs.holder)
+    endings: dict[str, Ending] = {}
+
+    async def ray_says(departed: Departed) -> Ending:
+        return endings.get(departed.record.id, Ending(None, final=False))
+
+    dead_ranks = DeadRanks(hangs.holder.process_groups, ray_says, clock=lambda: clock[0])
+    clock = [0.0]
+    quiet = rank_dies(hangs, 1)
+    endings[quiet] = Ending("INTENDED_SYSTEM_EXIT: the job ended", final=True, quiet=True)
+    silent = rank_dies(hangs, 2)
+    alive = hangs.collectives.ranks_of("01")
+    clock[0] = hangs.holder.process_groups.departed[silent].at + 1
+    assert await dead_ranks.of("01", alive) == []  # Ray is given a moment to say why
+    clock[0] += CAUSE_WAIT
+    [dead] = await dead_ranks.of("01", alive)
+    assert (dead.rank, dead.cause) == (2, None)
+    assert await dead_ranks.of("02", alive) == []  # another job's
