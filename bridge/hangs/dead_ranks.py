@@ -90,6 +90,10 @@ class DeadRanks:
         #: Causes that are final, by record id (asked once).
         self._causes: dict[str, Ending] = {}
 
+    def jobs(self) -> set[str]:
+        """Jobs with a rank that went away (dead, or ended with its job)."""
+        return {d.record.job_id for d in self.groups.departed.values() if d.record.job_id}
+
     async def of(self, job: str, alive: dict[str, Identity]) -> list[DeadRank]:
         """The job's ranks that went away while a rank of their world (in ``alive``: the
         job's ranks now) lives on, once Ray said why or ``CAUSE_WAIT`` passed."""

@@ -46,7 +46,7 @@ from raydap.bridge.hangs.verdicts import (
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.ranks import rank_from_environment
-from raydap.bridge.workers.records import RecordState
+from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.live import IDENTITY_VARIABLES
 from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
 from raydap.live.redact import Redactor
@@ -176,6 +176,12 @@ class HangWatch:
             job = record.job_id
             if job and job not in debugged and (wanted is None or job in wanted):
                 by_job[job].append(record)
+        for job in self.dead_ranks.jobs() - debugged - set(by_job):
+            # A job whose rank died may run no task any more (its peers failed at once): its
+            # live ranks are sampled all the same, so that the death is said.
+            idle = [r for r in self._ranks_of(job) if wanted is None or job in wanted]
+            if idle:
+                by_job[job] = idle
         targets = {r.id: Target(r.node_id or "", r.pid or 0) for rs in by_job.values() for r in rs}
         # Not stopped while read (py-spy's --nonblocking): a sample every few seconds of every
         # rank must cost the job nothing, and a hang's stacks stand still to be read anyway.
@@ -221,6 +227,15 @@ class HangWatch:
             self._found.pop(job, None)
             self.collectives.forget(job)
         return announced
+
+    def _ranks_of(self, job: str) -> list[BreakpointRecord]:
+        """The job's live ranks the bridge holds, running a task or not."""
+        ranks = self.collectives.ranks_of(job)
+        return [
+            r
+            for r in self.holder.registry.records()
+            if r.id in ranks and r.state == RecordState.RUNNING
+        ]
 
     async def _progresses(self, job: str, now: float) -> bool:
         """Whether a job whose stacks stood still for half of --hang-after goes on all the

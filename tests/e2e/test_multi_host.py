@@ -1,5 +1,6 @@
-"""Reach only the head: a client that can reach the Ray head and nothing else debugs a worker
-on another node through the bridge.
+"""Two hosts and a client: a client that can reach the Ray head and nothing else debugs a
+worker on another node through the bridge; then that node is lost under a job's rank, and the
+job's verdict names the rank lost with it.
 
 Three network namespaces stand for three hosts: the Ray head (with the bridge), a second Ray
 node, and the client, whose only route is to the head's address. The namespaces, addresses
@@ -12,9 +13,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +42,8 @@ class Hosts:
     client: str
     processes: list[subprocess.Popen[bytes]]
     temp: Path
+    #: The network devices between the head and the node: the head's end, the node's.
+    link: tuple[str, str] = ("", "")
 
     def run(self, namespace: str, command: list[str], log: str) -> subprocess.Popen[bytes]:
         """Start a process on a host, in a session of its own (so its tree can be stopped)."""
@@ -81,7 +86,8 @@ def hosts() -> Iterator[Hosts]:
             ip("link", "set", device, "netns", namespace)
             ip("-n", namespace, "addr", "add", f"{address}/24", "dev", device)
             ip("-n", namespace, "link", "set", device, "up")
-    found = Hosts(head, node, client, [], Path(tempfile.mkdtemp(prefix="rdp", dir="/tmp")))
+    temp = Path(tempfile.mkdtemp(prefix="rdp", dir="/tmp"))
+    found = Hosts(head, node, client, [], temp, (f"rn{tag}a", f"rn{tag}b"))
     try:
         yield found
     finally:
@@ -146,14 +152,18 @@ print(json.dumps({{"node_reachable": node_reachable, "record": held[0],
 """
 
 
-def test_a_client_that_reaches_only_the_head_debugs_a_worker_on_another_node(
-    hosts: Hosts,
-) -> None:
+@pytest.fixture(scope="module")
+def cluster(hosts: Hosts) -> Hosts:
+    """A Ray head (resource ``near``) with the bridge, and a node (``far``). The head calls a
+    node lost after 2 s of failed health checks (Ray's default: 15 s)."""
     (hosts.temp / "tokens").write_text(f"ops debug {TOKEN}\n")
-    hosts.run(hosts.head, [RAY, "start", "--head", "--block", f"--node-ip-address={HEAD_IP}",
-                           "--port=6380", "--include-dashboard=true", "--dashboard-host=0.0.0.0",
+    health = ["env", "RAY_health_check_period_ms=500", "RAY_health_check_failure_threshold=4"]
+    hosts.run(hosts.head, [*health, RAY, "start", "--head", "--block",
+                           f"--node-ip-address={HEAD_IP}", "--port=6380",
+                           "--include-dashboard=true", "--dashboard-host=0.0.0.0",
                            "--dashboard-port=8266", f"--temp-dir={hosts.temp}/head",
-                           "--num-cpus=1", "--disable-usage-stats"], "head.log")  # fmt: skip
+                           "--num-cpus=1", '--resources={"near": 1}',
+                           "--disable-usage-stats"], "head.log")  # fmt: skip
     wait_for_nodes(hosts, 1)
     hosts.run(hosts.node, [RAY, "start", "--block", f"--address={HEAD_IP}:6380",
                            f"--node-ip-address={NODE_IP}", f"--temp-dir={hosts.temp}/node",
@@ -162,7 +172,15 @@ def test_a_client_that_reaches_only_the_head_debugs_a_worker_on_another_node(
     wait_for_nodes(hosts, 2)
     hosts.run(hosts.head, [sys.executable, "-m", "raydap.bridge", "serve",
                            f"--address={HEAD_IP}:6380", "--host", HEAD_FOR_CLIENT,
-                           "--token-file", str(hosts.temp / "tokens")], "bridge.log")  # fmt: skip
+                           "--token-file", str(hosts.temp / "tokens"),
+                           "--hang-sample-interval", "1"], "bridge.log")  # fmt: skip
+    return hosts
+
+
+def test_a_client_that_reaches_only_the_head_debugs_a_worker_on_another_node(
+    cluster: Hosts,
+) -> None:
+    hosts = cluster
     job = hosts.run(hosts.head, ["env", f"RAY_ADDRESS={HEAD_IP}:6380", sys.executable,
                                  str(ROOT / "tests/e2e/jobs/far_task.py")], "job.log")  # fmt: skip
 
@@ -172,3 +190,82 @@ def test_a_client_that_reaches_only_the_head_debugs_a_worker_on_another_node(
     assert seen["evaluated"] == f"('{NODE_IP}', 5)"  # ... and debugged through the bridge
     job.wait(timeout=60)
     assert f"RESULT (15, '{NODE_IP}')" in (hosts.temp / "job.log").read_text()
+
+
+BRIDGE_API = f"""
+import json, sys, time, urllib.request
+
+def get(path):
+    request = urllib.request.Request("http://{HEAD_FOR_CLIENT}:7800" + path,
+                                     headers={{"Authorization": "Bearer {TOKEN}"}})
+    return json.loads(urllib.request.urlopen(request, timeout=5).read())
+"""
+
+RANKS_HELD = (
+    BRIDGE_API
+    + """
+for _ in range(240):  # until both ranks are held, with their pids
+    ranks = {w["rank"]: w for w in get("/api/v1/workers")["workers"]
+             if w["rank"] is not None and w["live"] and w["task_name"] == "Rank.train"}
+    if sorted(ranks) == [0, 1]:
+        print(json.dumps(ranks))
+        break
+    time.sleep(0.25)
+else:
+    raise SystemExit(f"the two ranks were not held: {get('/api/v1/workers')['workers']}")
+"""
+)
+
+NAMED_LOST = (
+    BRIDGE_API
+    + """
+job = sys.argv[1]
+started = time.monotonic()
+for _ in range(480):
+    verdict = next((v for v in get("/api/v1/hangs")["jobs"] if v["job"] == job), None)
+    if verdict and any("was lost" in (d["cause"] or "") for d in verdict["dead"]):
+        print(json.dumps({"verdict": verdict, "after": time.monotonic() - started}))
+        break
+    time.sleep(0.25)
+else:
+    raise SystemExit(f"the lost rank was not named: {verdict}")
+"""
+)
+
+
+def test_a_node_lost_under_a_rank_is_named_in_its_jobs_verdict(cluster: Hosts) -> None:
+    """Rank 1 of a gloo job runs on the node; every process of the node is killed at once, as
+    a machine that is gone. Rank 0 fails on its own node; the job's verdict names rank 1
+    dead, its node lost, as soon as Ray says so. (Last in this module: the node is gone.)"""
+    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
+    hosts = cluster
+    job = str(ROOT / "tests/e2e/jobs/two_node_ranks.py")
+    hosts.run(hosts.head, ["env", f"RAY_ADDRESS={HEAD_IP}:6380", f"HEAD_IP={HEAD_IP}",
+                           f"GLOO_DEVICES={','.join(hosts.link)}", sys.executable, job],
+              "ranks.log")  # fmt: skip
+    try:
+        ranks = json.loads(hosts.python(hosts.head, RANKS_HELD, timeout=90).strip())
+    except AssertionError as exc:
+        raise AssertionError((hosts.temp / "ranks.log").read_text()[-3000:]) from exc
+    far = ranks["1"]
+    assert (far["node_ip"], ranks["0"]["node_ip"]) == (NODE_IP, HEAD_IP)
+    node = hosts.processes[1]  # the node's `ray start --block`: its raylet and workers
+    for pid in process_tree(node.pid):
+        os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    said = subprocess.run(
+        ["ip", "netns", "exec", hosts.head, sys.executable, "-c", NAMED_LOST, far["job_id"]],
+        capture_output=True, text=True, timeout=150, cwd=ROOT,
+    )  # fmt: skip
+    assert said.returncode == 0, (
+        said.stdout + said.stderr + (hosts.temp / "bridge.log").read_text()[-3000:]
+    )
+    verdict = json.loads(said.stdout.strip())["verdict"]
+    print(
+        f"rank 1 named lost {time.monotonic() - killed:.1f} s after its node:", verdict["summary"]
+    )
+    [dead] = verdict["dead"]
+    assert (dead["rank"], dead["pid"], dead["node_ip"]) == (1, far["pid"], NODE_IP)
+    assert dead["cause"].startswith(f"its node {NODE_IP} was lost"), dead
+    assert verdict["state"] == "suspected_hang"
+    assert verdict["summary"].startswith(f"rank 1 died (pid {far['pid']} on {NODE_IP}: its node")

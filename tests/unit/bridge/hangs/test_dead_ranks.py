@@ -82,3 +82,22 @@ async def test_ray_cleaning_up_is_no_death_and_silence_is_named_after_a_while() 
     [dead] = await dead_ranks.of("01", alive)
     assert (dead.rank, dead.cause) == (2, None)
     assert await dead_ranks.of("02", alive) == []  # another job's
+
+
+async def test_a_job_whose_peers_failed_at_once_still_has_its_dead_rank_named() -> None:
+    """Two ranks: the one left reads from the dead one, fails at once and runs no task; its
+    job is sampled from its held ranks all the same."""
+    hangs, cluster, now = watch("all")
+    live_ranks(hangs.holder.registry, hangs.holder)
+    endings: dict[str, Ending] = {}
+
+    async def ray_says(departed: Departed) -> Ending:
+        return endings.get(departed.record.id, Ending(None, final=False))
+
+    hangs.dead_ranks = DeadRanks(hangs.holder.process_groups, ray_says)
+    endings[rank_dies(hangs, 3)] = Ending("its node 10.0.0.9 was lost", final=True)
+    cluster.rows = []  # no task of any job runs
+    now[0] = 1.0
+    [named] = await hangs.sample()
+    assert (named.job, named.state, [d.rank for d in named.dead]) == ("01", "suspected_hang", [3])
+    assert "rank 3 died (pid 4242 on 10.0.0.1: its node 10.0.0.9 was lost)" in named.summary
