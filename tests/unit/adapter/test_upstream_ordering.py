@@ -130,3 +130,37 @@ async def test_a_stop_sent_before_its_breakpoints_answer_names_the_breakpoint() 
     finally:
         await upstream.close("test over")
         server.close()
+
+
+async def test_a_pause_reaches_the_worker_only_once_its_gate_let_it_through() -> None:
+    """Whatever door sends it (an editor's Pause, the page, an agent), a ``pause`` waits for
+    the bridge's gate (its job's peers raised) before the worker has it."""
+    asked: list[str] = []
+
+    async def record(
+        request: Request, send: Callable[[object], None], writer: asyncio.StreamWriter
+    ) -> bool:
+        asked.append(request.command)
+        return False
+
+    server = await asyncio.start_server(peer(record, stop_at_attach=False), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    upstream = Upstream(await open_tcp_channel("127.0.0.1", port), name="peer")
+    opened = asyncio.Event()
+
+    async def gate() -> list[str]:
+        await opened.wait()
+        return []
+
+    try:
+        await upstream.handshake(expect_stop=False)
+        upstream.gate = gate
+        pausing = asyncio.ensure_future(upstream.request("pause", {"threadId": 1}))
+        await asyncio.sleep(0.1)
+        assert "pause" not in asked and not pausing.done()
+        opened.set()
+        assert (await asyncio.wait_for(pausing, 5)).success
+        assert asked[-1] == "pause"
+    finally:
+        await upstream.close("test over")
+        server.close()

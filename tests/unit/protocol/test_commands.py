@@ -8,7 +8,7 @@ import json
 from raydap.live import compat
 from raydap.protocol import COMMANDS, CONTINUE_ALL, Effect, Route, command
 from raydap.protocol.commands import UNANSWERED, Answerer, refusal
-from raydap.protocol.extension import COLLECTIVES
+from raydap.protocol.extension import COLLECTIVES, STACKS
 from tests.dap_schema import SHARED, VENDORED
 
 #: Requests the bridge's session answers itself; they never reach a worker.
@@ -61,8 +61,9 @@ def test_what_debugpy_never_answers_is_refused_with_why() -> None:
 
 
 def test_raydaps_worker_requests_never_come_from_clients() -> None:
-    assert command(COLLECTIVES).answered_by is Answerer.RAYDAP_LIVE
-    assert "not a client's" in str(refusal(COLLECTIVES))
+    for raydaps in (COLLECTIVES, STACKS):
+        assert command(raydaps).answered_by is Answerer.RAYDAP_LIVE
+        assert "not a client's" in str(refusal(raydaps))
     assert command(CONTINUE_ALL).answered_by is Answerer.BRIDGE  # the session answers it
 
 
