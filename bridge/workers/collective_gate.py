@@ -10,7 +10,8 @@ rank that was seen so stays covered until its timeout is given back.
 
 The gate waits ``within`` seconds at most (a rank that waits in a collective for a peer that is
 already stopped cannot be helped by waiting longer), then lets the stop through anyway and says
-which ranks may still be on their own timeout. A rank without a recorder to read (off, or
+which ranks may still be on their own timeout; where a rank of the job stands stopped already,
+it raises and lets the stop through at once. A rank without a recorder to read (off, or
 empty) is covered by its raise alone. Every door passes here: each held live worker's
 upstream is given :meth:`CollectiveGate.before_stopping` as its gate
 (:attr:`raydap.adapter.upstream.Upstream.gate`), and breakpoints and Pause reach a worker only
@@ -27,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from raydap.adapter import UpstreamError
 from raydap.bridge.workers.group_timeouts import GroupTimeouts, mark_of
+from raydap.bridge.workers.records import RecordState
 from raydap.protocol.extension import COLLECTIVES
 
 log = logging.getLogger(__name__)
@@ -96,6 +98,11 @@ class CollectiveGate:
                 self.timeouts.covered[rid] = identity  # nothing to wait for: the raise alone
             else:
                 marks[rid] = outcome
+        if marks and self._stopped(job):
+            # A rank of the job stands stopped: the others wait for it in a collective and
+            # issue no other until it runs on, so waiting would only delay this stop (a
+            # breakpoint edited while a rank is paused). They are raised; not counted covered.
+            return [self._label(rid) for rid in late]
         while marks and self._clock() < deadline:
             await asyncio.sleep(self.every)
             read = await asyncio.gather(*(
@@ -113,6 +120,12 @@ class CollectiveGate:
                 "; ".join(f"{self._label(rid)} ({why})" for rid, why in late.items()),
             )  # fmt: skip
         return [self._label(rid) for rid in late]
+
+    def _stopped(self, job: str) -> bool:
+        return any(
+            r.job_id == job and r.state == RecordState.PAUSED
+            for r in self.timeouts.holder.registry.records()
+        )
 
     async def _mark(self, rid: str, within: float) -> int | None:
         upstream = self.timeouts.holder.upstreams.get(rid)

@@ -62,3 +62,14 @@ async def test_a_worker_of_no_job_with_groups_passes_at_once() -> None:
     holder.upstreams[loner.id] = Rank()  # type: ignore[assignment]
     assert await gate(holder).before_stopping(loner.id) == []
     assert all(rank.given == [] for rank in ranks.values())
+
+
+async def test_a_stop_while_a_rank_of_the_job_stands_stopped_is_let_through_at_once() -> None:
+    """The others wait for the stopped rank in a collective and issue no other: a breakpoint
+    edited meanwhile must not wait out the gate each time."""
+    holder, ranks, _, _ = two_jobs()
+    holder.registry.put(record("01", 1, state="paused"))
+    started = time.monotonic()
+    assert await gate(holder).before_stopping(record("01", 0).id) == []
+    assert time.monotonic() - started < 0.5
+    assert ranks[record("01", 0).id].given == [3600]
