@@ -626,8 +626,18 @@ async def test_a_rank_stopped_past_its_groups_timeout_does_not_end_its_peer(
         until(lambda: timeouts() == [STOP_TIMEOUT] * 2, 60, "both ranks training", bridge)
         until(lambda: set(rank_states()) == {0, 1}, 60, "both ranks held, live", bridge)
 
-        # A conditional line breakpoint on the running job, rank 0 only, and nothing else
+        # A capture point looks without stopping: it raises nothing (issue "fleet": it turned
+        # off every live job's timeouts)
         line = break_line("stopped_rank.py", "grad")
+        point = bridge.post("/api/v1/capture-points", {"path": script, "line": line,
+                                                       "job": job.job_id})  # fmt: skip
+        until(lambda: bridge.get(f"/api/v1/captures?point={point['id']}")["captures"], 30,
+              "a capture taken", bridge)  # fmt: skip
+        await asyncio.sleep(1)  # the timeouts watch acts within a quarter of a second
+        assert timeouts() == [STOP_TIMEOUT] * 2
+        bridge.delete(f"/api/v1/capture-points/{point['id']}")
+
+        # A conditional line breakpoint on the running job, rank 0 only, and nothing else
         rank0_only = [{"line": line, "condition": "self.rank == 0"}]
         given = bridge.put(
             "/api/v1/line-breakpoints",
