@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import sys
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def setup() -> None:
             "stops_in_ray_hook": stops_in_ray_hook,
             "env": {name: os.environ[name] for name in IDENTITY_VARIABLES if name in os.environ},
             "unsupported": _unsupported(), "answers": _answer_requests(),
-            "job": ray.get_runtime_context().get_job_id(),
+            "job": _job_of(ray),
         })  # fmt: skip
         _children_configure()
         _arm_recorder()
@@ -105,6 +106,12 @@ def setup() -> None:
         trace_on_demand()
     except Exception as exc:  # debugpy's internals moved: correct, only slower
         log.info("raydap.live: tracing from the start (%r)", exc)
+
+
+def _job_of(ray: Any) -> str | None:
+    """The Ray job this worker was started for (None where Ray has not said: all ``f``)."""
+    job = str(ray.get_runtime_context().get_job_id())
+    return job if job.strip("f") else None
 
 
 def _answer_requests() -> list[str]:

@@ -161,7 +161,6 @@ class Holder:
             rank=rank_from_environment(live.env) if live else None,
             unsupported=list(live.unsupported) if live else [],
             answers=list(live.answers) if live else [],
-            job_id=live.job if live else None,
         )
         listed = self.registry.get(record.id)
         if listed is None or listed.state != RecordState.FAILED:

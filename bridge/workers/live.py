@@ -24,7 +24,7 @@ from raydap.adapter.worker_breakpoints import KEPT
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import Marks
-from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.naming import from_task
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
 
@@ -76,6 +76,10 @@ class LiveWorkers:
         self._tasks: set[asyncio.Task[Any]] = set()
         #: Told of each live worker held, after its kept breakpoints were given.
         self.also_held: list[Callable[[str, Upstream], None]] = []
+        #: The job each live worker's mark names, by record id: its kept breakpoints are that
+        #: job's. Not its record's job: a worker Ray started ahead for the job runs none of
+        #: its tasks yet, and is listed under no job until it does.
+        self._marked_jobs: dict[str, str] = {}
         holder.live_hooks = self
 
     async def restore_once(self) -> None:
@@ -151,13 +155,15 @@ class LiveWorkers:
             if mark is None:
                 self._unmarked.add(row.worker_id)
             elif not self.holder.is_known(row.worker_id):
+                if mark.job:
+                    self._marked_jobs[record_id(row.worker_id)] = mark.job
                 self.holder.hold(PausedWorker(row, now), live=mark)
 
     # -- the holder's hooks -----------------------------------------------------------------
 
     def _job_of(self, rid: str) -> str:
         record = self.holder.registry.get(rid)
-        return (record.job_id if record is not None else None) or ""
+        return (record.job_id if record is not None else None) or self._marked_jobs.get(rid, "")
 
     def _kept_lists(self, job: str) -> list[tuple[tuple[str, str], list[str], dict[str, Any]]]:
         """The job's kept breakpoint lists: (key, the breakpoints as asked, the other
@@ -206,6 +212,7 @@ class LiveWorkers:
 
     def released(self, record: BreakpointRecord) -> None:
         """A live worker is gone: its mark goes too."""
+        self._marked_jobs.pop(record.id, None)
         if record.worker_id:
             self._spawn(self._forget(record.worker_id))
 

@@ -8,7 +8,7 @@ from raydap.adapter.worker_breakpoints import WorkerBreakpoints
 from raydap.bridge.cluster.dashboard import WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark
-from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.live import LiveWorkers
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
@@ -138,6 +138,20 @@ async def test_a_worker_held_later_gets_its_own_jobs_breakpoints_through_the_gat
     await live.configure("02w", theirs)  # type: ignore[arg-type]
     assert (ours.lists, ours.gated) == ([[12]], 1)
     assert (theirs.lists, theirs.gated) == ([], 0)
+
+    # A worker Ray started ahead for job 01 is listed under no job until it runs a task of it:
+    # its mark names the job, and the job's breakpoints are its own
+    rows = [row("c" * 56)]
+
+    async def listeners() -> list[WorkerRow]:
+        return rows
+
+    marked = LiveWorkers(holder, listeners, MemoryMarks({"c" * 56: LiveMark(pid=7, job="01")}))
+    marked.configuration = live.configuration
+    await marked.poll_once()
+    ahead = LaterWorker()
+    await marked.configure(record_id("c" * 56), ahead)  # type: ignore[arg-type]
+    assert ahead.lists == [[12]]
 
 
 async def _none() -> list[Any]:
