@@ -3,7 +3,7 @@ gloo rank killed with SIGKILL: tests/e2e/test_hangs.py)."""
 
 from __future__ import annotations
 
-from raydap.bridge.hangs.dead_ranks import CAUSE_WAIT, DeadRanks, Ending
+from raydap.bridge.hangs.dead_ranks import CAUSE_WAIT, CauseOf, DeadRanks, Ending
 from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.workers.holder import record_id
 from raydap.bridge.workers.process_groups import Departed
@@ -27,16 +27,22 @@ def rank_dies(hangs: HangWatch, rank: int, pid: int = 4242) -> str:
     return rid
 
 
-async def test_a_rank_that_dies_is_named_at_once_with_where_it_ran_and_why_ray_says() -> None:
-    """Issue "fleet": 18 s after rank 2 died the verdict said "rank 0 waits, none missing",
-    and rank 2 was only "unread"."""
-    hangs, _, now = watch("all")
-    live_ranks(hangs.holder.registry, hangs.holder)
+def what_ray_says() -> tuple[dict[str, Ending], CauseOf]:
+    """What Ray says of each departed worker, by record id (as yet nothing, by default)."""
     endings: dict[str, Ending] = {}
 
     async def ray_says(departed: Departed) -> Ending:
         return endings.get(departed.record.id, Ending(None, final=False))
 
+    return endings, ray_says
+
+
+async def test_a_rank_that_dies_is_named_at_once_with_where_it_ran_and_why_ray_says() -> None:
+    """Issue "fleet": 18 s after rank 2 died the verdict said "rank 0 waits, none missing",
+    and rank 2 was only "unread"."""
+    hangs, _, now = watch("all")
+    live_ranks(hangs.holder.registry, hangs.holder)
+    endings, ray_says = what_ray_says()
     hangs.dead_ranks = DeadRanks(hangs.holder.process_groups, ray_says)
     assert {v.state for v in await hangs.sample()} <= {"progressing"}
     rid = rank_dies(hangs, 1)
@@ -65,11 +71,7 @@ async def test_a_rank_that_dies_is_named_at_once_with_where_it_ran_and_why_ray_s
 async def test_ray_cleaning_up_is_no_death_and_silence_is_named_after_a_while() -> None:
     hangs, _, _ = watch("all")
     live_ranks(hangs.holder.registry, hangs.holder)
-    endings: dict[str, Ending] = {}
-
-    async def ray_says(departed: Departed) -> Ending:
-        return endings.get(departed.record.id, Ending(None, final=False))
-
+    endings, ray_says = what_ray_says()
     dead_ranks = DeadRanks(hangs.holder.process_groups, ray_says, clock=lambda: clock[0])
     clock = [0.0]
     quiet = rank_dies(hangs, 1)
@@ -89,11 +91,7 @@ async def test_a_job_whose_peers_failed_at_once_still_has_its_dead_rank_named() 
     job is sampled from its held ranks all the same."""
     hangs, cluster, now = watch("all")
     live_ranks(hangs.holder.registry, hangs.holder)
-    endings: dict[str, Ending] = {}
-
-    async def ray_says(departed: Departed) -> Ending:
-        return endings.get(departed.record.id, Ending(None, final=False))
-
+    endings, ray_says = what_ray_says()
     hangs.dead_ranks = DeadRanks(hangs.holder.process_groups, ray_says)
     endings[rank_dies(hangs, 3)] = Ending("its node 10.0.0.9 was lost", final=True)
     cluster.rows = []  # no task of any job runs
