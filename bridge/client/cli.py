@@ -61,10 +61,14 @@ def _filter_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", help="only tasks whose name matches this glob (Actor.method too)")
     parser.add_argument("--actor", help="only this actor (id or class name)")
     parser.add_argument("--node", help="only this node (id prefix or IP)")
+    parser.add_argument(
+        "--ranks", help="only these ranks: a rank set such as 0-3,8 or 'actor 0-3' (both)"
+    )
 
 
 def _filter(args: argparse.Namespace) -> dict[str, str]:
-    return {k: v for k in ("job", "task", "actor", "node") if (v := getattr(args, k, None))}
+    fields = ("job", "task", "actor", "node", "ranks")
+    return {k: v for k in fields if (v := getattr(args, k, None))}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,8 +6,10 @@ import json
 from fnmatch import fnmatchcase
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from raydap.bridge.workers.rank_sets import MAX_TEXT, RankFacts, RankSet
+from raydap.bridge.workers.rank_sets import parse as parse_ranks
 from raydap.bridge.workers.records import BreakpointRecord
 
 
@@ -22,9 +24,29 @@ class WorkerFilter(BaseModel):
     )
     actor: str | None = Field(default=None, max_length=200, description="actor id or class")
     node: str | None = Field(default=None, max_length=200, description="node id prefix or IP")
+    ranks: str | None = Field(
+        default=None,
+        max_length=MAX_TEXT,
+        description="a rank set: ranks 0-3,8, a role (actor), terms apart by spaces intersect",
+    )
+    _rank_set: RankSet | None = PrivateAttr(default=None)
+
+    @field_validator("ranks")
+    @classmethod
+    def _a_rank_set(cls, text: str | None) -> str | None:
+        if text is not None:
+            parse_ranks(text)  # says what is wrong, and what one looks like
+        return text
+
+    def model_post_init(self, context: Any) -> None:
+        self._rank_set = parse_ranks(self.ranks) if self.ranks is not None else None
 
     def matches(self, record: BreakpointRecord) -> bool:
         if self.job is not None and record.job_id != self.job:
+            return False
+        if self._rank_set is not None and not self._rank_set.matches(
+            RankFacts(rank=record.rank, role=record.role)
+        ):
             return False
         if self.task is not None and not fnmatchcase(record.task_name or "", self.task):
             return False
@@ -47,10 +69,28 @@ def parse_filter(text: str) -> WorkerFilter:
         if text.startswith("{"):
             fields: Any = json.loads(text)
         else:
-            fields = dict(part.strip().split("=", 1) for part in text.split(",") if part.strip())
+            fields = dict(part.strip().split("=", 1) for part in _parts(text) if part.strip())
+            if "ranks" in fields:  # ranks=[0-3,8] or ranks="0-3,8": its own commas
+                fields["ranks"] = fields["ranks"].strip().strip("[]\"'")
         return WorkerFilter.model_validate(fields)
     except (ValueError, ValidationError):
         raise BadFilter(
-            f"{text!r} is not a filter: use job=ID,task=GLOB,actor=ID,node=IP "
-            'or JSON such as {"job": "02000000"}'
+            f"{text!r} is not a filter: use job=ID,task=GLOB,actor=ID,node=IP,ranks=[0-3,8] "
+            'or JSON such as {"job": "02000000", "ranks": "0-3"}'
         ) from None
+
+
+def _parts(text: str) -> list[str]:
+    """``key=value`` parts apart by ',', but not those inside ``[...]`` or quotes."""
+    parts, current, closing = [], "", ""
+    for char in text:
+        if closing:
+            closing = "" if char == closing else closing
+        elif char in "[\"'":
+            closing = {"[": "]"}.get(char, char)
+        elif char == ",":
+            parts.append(current)
+            current = ""
+            continue
+        current += char
+    return [*parts, current]

@@ -376,6 +376,9 @@ async def test_a_skipped_all_reduce_names_the_rank_that_never_joined_and_a_repor
     assert (found["waiting"], found["missing"], found["mismatch"]) == ([0, 1, 3], [2], [])
     assert "all_reduce #6 (default_pg): rank 2 never joined (its last: #5)" in verdict["summary"]
     ranks = ranks_of(bridge, job)
+    # A rank set aims at ranks as people name them: the first two, and rank 3
+    picked = bridge.get(f"/api/v1/stacks?job={job.job_id}&ranks=0-1,3")
+    assert sorted(w["rank"] for w in picked["workers"]) == [0, 1, 3]
     # Rank 2 finished (idle in Ray's task loop): named first, where it last called all_reduce
     first = verdict["stragglers"][0]
     assert (first["rank"], first["worker"]) == (2, ranks[2])

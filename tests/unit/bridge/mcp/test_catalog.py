@@ -22,7 +22,13 @@ def test_every_tool_has_a_self_contained_object_schema_and_words() -> None:
         assert "$ref" not in json.dumps(schema) and "$defs" not in schema, tool.name
         assert len(tool.description) > 60, tool.name
     evaluate = catalog.BY_NAME["evaluate"].input_schema()
-    assert set(evaluate["properties"]["filter"]["properties"]) == {"job", "task", "actor", "node"}
+    assert set(evaluate["properties"]["filter"]["properties"]) == {
+        "job",
+        "task",
+        "actor",
+        "node",
+        "ranks",
+    }
     assert evaluate["required"] == ["expression"]
 
 
