@@ -20,9 +20,16 @@ from raydap.bridge.workers.registry import Registry
 
 log = logging.getLogger(__name__)
 
+#: A record still named while in these states: once it runs on, its next stop names it anew.
+_NAMEABLE = frozenset({RecordState.CONNECTING, RecordState.PAUSED})
+
 #: Ray reports task events to the dashboard in batches about a second apart, so a task that
 #: just paused may not be listed yet: ask again this often, for this long.
 DESCRIBE_EVERY, DESCRIBE_FOR = 0.25, 10.0
+#: A loaded head may report it much later (the dashboard busy, events queued behind a
+#: thousand ranks'): a worker still unnamed is asked about ever less often, up to this, for
+#: as long as it stays paused, so it is never left unnamed for good.
+DESCRIBE_AT_MOST_EVERY = 8.0
 
 
 class RecordKeeper:
@@ -62,10 +69,11 @@ class RecordKeeper:
         self.registry.put(record.model_copy(update=update))
 
     async def _name_task(self, rid: str, upstream: Upstream) -> None:
-        """Fill in job, task and actor once Ray reports them (:mod:`.naming`)."""
+        """Fill in job, task and actor once Ray reports them (:mod:`.naming`): promptly for
+        ``DESCRIBE_FOR`` s, then ever less often while the worker stays paused unnamed."""
         if self._namer is None:
             return
-        deadline = time.monotonic() + DESCRIBE_FOR
+        deadline, wait = time.monotonic() + DESCRIBE_FOR, DESCRIBE_EVERY
         while (record := self.registry.get(rid)) is not None:
             last_try = time.monotonic() >= deadline
             try:
@@ -74,14 +82,18 @@ class RecordKeeper:
                 log.debug("cannot name %s yet: %s", rid, exc)
                 names = None
             current = self.registry.get(rid)
-            if names is not None and current is not None:
+            if current is None:
+                return
+            if names is not None:
                 named = current.model_copy(update=names)
                 self.registry.put(named)
                 upstream.name = named.label  # clients' messages about it name the task
                 return
             if last_try:
-                return
-            await asyncio.sleep(DESCRIBE_EVERY)
+                if current.state not in _NAMEABLE:
+                    return  # it ran on unnamed: its next stop names it anew
+                wait = min(wait * 2, DESCRIBE_AT_MOST_EVERY)
+            await asyncio.sleep(wait)
 
     async def _locate(self, rid: str, upstream: Upstream) -> None:
         """Ask the worker for its top frame, so lists can show file:line and function."""

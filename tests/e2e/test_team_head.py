@@ -165,7 +165,10 @@ def test_a_second_user_lists_and_attaches_with_a_token_of_their_own(
             found = [r for r in json.loads(listed.stdout) if r["job_id"] == job.job_id]
             return [r for r in found if r["task_name"]] or None  # (once it is named)
 
-        [record] = wait_until(paused, timeout=60, what="the paused worker, listed by alice")
+        [record] = wait_until(
+            paused, timeout=60, what="the paused worker, listed by alice",
+            context=lambda: person_runs("list").stdout + (base / "bridge.log").read_text()[-3000:],
+        )  # fmt: skip
         assert record["task_name"] == "square"
         asyncio.run(attach_as(person, str(record["id"]), team_folder))
         assert job.result() == "49"
