@@ -28,7 +28,7 @@ from raydap.bridge.client.connection import ClientSettings
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.local_ray import LocalRay, stop_process_tree
 from raydap.bridge.cluster.ray_auth import token_source
-from tests.e2e.conftest import Job
+from tests.e2e.conftest import Job, start_job
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -88,8 +88,16 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[User, User,
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.fixture
+def ray_head() -> Iterator[LocalRay]:
+    """A Ray head of this test's own: the shared one's paused workers belong to the shared
+    bridge, which would race this bridge for the job's worker (debugpy takes one client)."""
+    with LocalRay(num_cpus=1) as head:
+        yield head
+
+
 def test_a_second_user_lists_and_attaches_with_a_token_of_their_own(
-    ray_head: LocalRay, run_job: object, team: tuple[User, User, Path]
+    ray_head: LocalRay, team: tuple[User, User, Path]
 ) -> None:
     bridge_user, person, base = team
     # What systemd makes for the unit: its runtime folders (owner ray, group raydap, 0750),
@@ -128,8 +136,7 @@ def test_a_second_user_lists_and_attaches_with_a_token_of_their_own(
         line = bridge.stdout.readline().decode()
         assert "HTTP http://" in line, line + (base / "bridge.log").read_text()
         url = re.search(r"HTTP (\S+)", line)[1]  # type: ignore[index]
-        job = run_job("task_breakpoint.py")  # type: ignore[operator]
-        assert job is not None
+        job = start_job(ray_head.address, "task_breakpoint.py")
 
         def person_runs(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
             return subprocess.run(

@@ -1,6 +1,7 @@
 """Two live Ray actors in one gloo group, rank 0 on the head (resource ``near``) and rank 1 on
-the other node (``far``), all_reducing for ever until the test takes the other node away. The
-driver waits for both ranks to end, failed or not, so the job outlives its lost rank.
+the other node (``far``), all_reducing for ever until the test takes the other node away.
+Rank 0 then waits in its task, as a rank whose NCCL peer is gone does (gloo raises at once),
+so the job runs on while its verdict is read: a job that ended is no longer judged.
 
 ``HEAD_IP`` is where rank 0 keeps the group's store; ``GLOO_DEVICES`` names each rank's network
 device (``head,node``): the hosts are network namespaces of one machine, whose hostname
@@ -35,10 +36,14 @@ class Rank:
         import torch.distributed as dist
 
         grad = torch.ones(4)
-        while True:
-            dist.all_reduce(grad)
-            grad /= 2
-            time.sleep(0.1)
+        try:
+            while True:
+                dist.all_reduce(grad)
+                grad /= 2
+                time.sleep(0.1)
+        except RuntimeError:  # its peer is gone
+            while True:
+                time.sleep(1)
 
 
 port = free_port()
