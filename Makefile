@@ -34,7 +34,7 @@ MATRIX_TESTS := tests/unit tests/integration/adapter tests/e2e/test_bridge.py te
                 -m 'not e2e or every_python' \
                 --deselect tests/integration/adapter/test_fuzz_sessions.py::test_random_traffic_gets_valid_replies_and_harms_nobody
 
-.PHONY: run test setup lanes lane-head lane-side side-checks side-matrix suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-page bench-soak bench-fleet clean install-every-python ext-check web-check web-vendor vsix e2e-tools screenshots \
+.PHONY: run test setup lanes lane-head lane-side side-checks side-matrix suite suite-head suite-tail install lint typecheck unit integration e2e bench bench-live bench-hangs bench-children bench-mcp bench-collectives bench-captures bench-page bench-soak bench-fleet bench-rank-sets clean install-every-python ext-check web-check web-vendor vsix e2e-tools screenshots \
         matrix matrix-suite
 
 # The VS Code extension (vscode-ext/) and the tools of its end-to-end test (.tools/): Node 24 and
@@ -235,6 +235,11 @@ bench-page: $(STAMP)
 ## minutes; a size is skipped where memory is short; needs torch, 3.11).
 bench-fleet: $(STAMP)
 	$(BIN)/python -m bench.fleet --json bench/results-fleet.json
+
+## Rank sets: matching one against 10,000 simulated ranks, and the mesh coordinates of 1,000
+## (bench/rank_sets.py; seconds).
+bench-rank-sets: $(STAMP)
+	$(BIN)/python -m bench.rank_sets --json bench/results-rank-sets.json
 
 ## Successive stops at volume, with replaces (bench/soak.py; about 15 minutes).
 bench-soak: $(STAMP)

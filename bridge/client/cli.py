@@ -62,7 +62,9 @@ def _filter_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--actor", help="only this actor (id or class name)")
     parser.add_argument("--node", help="only this node (id prefix or IP)")
     parser.add_argument(
-        "--ranks", help="only these ranks: a rank set such as 0-3,8 or 'actor 0-3' (both)"
+        "--ranks",
+        help="only these ranks: a rank set such as 0-3,8, 'dp=0 tp=1:', group=mesh_tp:5 or "
+        "'actor 0-3' (terms apart by a space: all hold); docs/rank-sets.md",
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from raydap.bridge.workers import meshes
 from raydap.bridge.workers.ranks import describe
 
 
@@ -60,7 +61,7 @@ def breakpoint_rows(records: list[dict[str, Any]], now: float | None = None) -> 
                 kind,
                 r.get("job_id") or "-",
                 ("└ " if r.get("parent") else "") + (r.get("task_name") or "-"),
-                describe(r.get("rank"), r.get("role")) or "-",
+                describe(r.get("rank"), r.get("role"), meshes.text(r.get("mesh") or ())) or "-",
                 r.get("node_ip") or "-",
                 str(r.get("pid") or "-"),
                 f"{_short_path(where['path'])}:{where['line']}" if where else "-",

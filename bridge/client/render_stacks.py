@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from raydap.bridge.client.render import duration
+from raydap.bridge.workers import meshes
 
 #: Locals shown per frame, and characters per value.
 SHOWN_LOCALS, VALUE_WIDTH = 12, 60
@@ -20,9 +21,10 @@ def _rank_names(answer: dict[str, Any]) -> dict[str, str]:
     names = {}
     for worker in answer.get("workers", []):
         rank, role = worker.get("rank"), worker.get("role")
-        if rank is not None or role:
+        place = meshes.text(worker.get("mesh") or ())
+        if rank is not None or role or place:
             names[worker["id"]] = " ".join(
-                p for p in (f"r{rank}" if rank is not None else "", role or "") if p
+                p for p in (f"r{rank}" if rank is not None else "", role or "", place) if p
             )
     return names
 

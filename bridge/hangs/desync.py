@@ -29,8 +29,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from raydap.bridge.workers.meshes import PREFIX as MESH_PREFIX
 from raydap.protocol.collectives import Entry, GroupInfo, Identity, RecordedFrame, Recorder
 
 #: Frames of torch itself (the collective's own, its wrappers): skipped to find the call site.
@@ -107,6 +108,11 @@ class Collective(BaseModel):
     #: Where the agreeing ranks called it (from one of them), where known.
     path: str | None = None
     line: int | None = None
+    #: The device-mesh dimension the group runs along (its description ``mesh_<dim>``),
+    #: its size and its first global ranks, in group order (:mod:`raydap.bridge.workers.meshes`).
+    mesh_dim: str | None = None
+    group_size: int = 0
+    group_ranks: list[int] = Field(default_factory=list)
     summary: str
 
     def at_fault(self) -> list[int]:
@@ -297,6 +303,8 @@ def _waiting_only(
 
 #: Members listed beside the ranks at fault: the first ranks no worker reported, at most.
 MAX_UNREPORTED = 64
+#: A group's global ranks a verdict names, at most (the rest are its size).
+SHOWN_RANKS = 16
 
 
 def _verdict(
@@ -332,7 +340,10 @@ def _verdict(
         group=info.name, group_desc=info.desc, world=world, backend=backend, seq=seq, op=op,
         p2p=p2p,
         waiting=waiting, missing=sorted(missing), mismatch=mismatch, members=members,
-        path=site.filename if site else None, line=site.line if site else None, summary="",
+        path=site.filename if site else None, line=site.line if site else None,
+        mesh_dim=mesh_dim(info.desc), group_size=info.size,
+        group_ranks=list(itertools.islice((r for s in info.spans for r in range(*s)), SHOWN_RANKS)),
+        summary="",
     )  # fmt: skip
     return collective.model_copy(update={"summary": summary(collective, agreeing)})
 
@@ -372,10 +383,21 @@ def _number(seq: int | None) -> str:
 
 
 def _label(collective: Collective) -> str:
-    """The group's name, and its backend where it is not gloo (whose wording is the older)."""
+    """The group's name (a mesh's: ``the tp group [4, 5, 6, 7]``), and its backend where it is
+    not gloo (whose wording is the older)."""
     desc = collective.group_desc
     group = desc if desc and desc != "undefined" else f"group {collective.group}"
+    if collective.mesh_dim is not None:
+        more = ", ..." if collective.group_size > len(collective.group_ranks) else ""
+        shown = ", ".join(map(str, collective.group_ranks))
+        group = f"the {collective.mesh_dim} group [{shown}{more}]"
     return group if collective.backend == "gloo" else f"{group}, {collective.backend}"
+
+
+def mesh_dim(desc: str) -> str | None:
+    """The mesh dimension torch describes a group by (``mesh_tp``: ``tp``), or None."""
+    dim = desc.removeprefix(MESH_PREFIX)
+    return dim if desc.startswith(MESH_PREFIX) and dim and dim != "default" else None
 
 
 def _tensors(odd: Mismatch) -> str:

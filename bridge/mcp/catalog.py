@@ -158,7 +158,9 @@ class ReadCapture(Arguments):
 
 _FILTER_WORDS = (
     "`filter` picks workers by any of job (id), task (glob on the task name or Actor.method), "
-    "actor (id or class), node (IP or node id prefix); empty means every worker."
+    "actor (id or class), node (IP or node id prefix), ranks (a rank set: 0-3,8, mesh "
+    "coordinates 'dp=0 tp=1', group=mesh_tp:5, a role; terms apart by a space all hold); empty "
+    "means every worker."
 )
 
 

@@ -16,6 +16,7 @@ from raydap.bridge.captures.store import CaptureKind
 from raydap.bridge.hangs.stacks import StackOptions
 from raydap.bridge.mcp import catalog
 from raydap.bridge.service import BreakpointsGiven, Workers
+from raydap.bridge.workers import meshes
 from raydap.bridge.workers.records import BreakpointRecord
 
 #: Whose breakpoints these are in a worker's book: every agent's, shared (as one session).
@@ -31,6 +32,7 @@ def summary(record: BreakpointRecord) -> dict[str, Any]:
         "job": record.job_id,
         "rank": record.rank,
         "role": record.role,
+        "mesh": meshes.text(record.mesh) or None,
         "node": record.node_ip,
         "pid": record.pid,
         "live": record.live or None,

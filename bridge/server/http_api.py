@@ -283,9 +283,21 @@ async def list_breakpoints(request: web.Request) -> web.Response:
 
 
 async def list_workers(request: web.Request) -> web.Response:
-    """Every held worker, running or paused, by the same ids as ``/api/v1/breakpoints``."""
-    held = request.app[SERVICES].workers.held()
+    """Every held worker, running or paused, by the same ids as ``/api/v1/breakpoints``;
+    a filter in the query (``?ranks=tp=1``) keeps those it matches."""
+    where = _filter_in(dict(request.query))
+    held = [r for r in request.app[SERVICES].workers.held() if where.matches(r)]
     return web.json_response({"workers": [r.model_dump(mode="json") for r in held]})
+
+
+def _filter_in(query: dict[str, str]) -> WorkerFilter:
+    """The worker filter a query's fields make (``job``, ``ranks``, ...), or a 400 saying
+    what is wrong with it."""
+    try:
+        return WorkerFilter.model_validate(query)
+    except ValidationError as exc:
+        problems = "; ".join(invalid_fields(exc, whole="filter"))
+        raise _error(web.HTTPBadRequest, f"bad filter: {problems}") from None
 
 
 async def get_breakpoint(request: web.Request) -> web.Response:
@@ -348,12 +360,7 @@ async def merged_stacks(request: web.Request) -> web.Response:
         native=_flag(query, "native"),
         all_frames=_flag(query, "all_frames"),
     )
-    try:
-        where = WorkerFilter.model_validate(query)
-    except ValidationError as exc:
-        problems = "; ".join(invalid_fields(exc, whole="filter"))
-        raise _error(web.HTTPBadRequest, f"bad filter: {problems}") from None
-    answer = await request.app[SERVICES].workers.stacks(where, options)
+    answer = await request.app[SERVICES].workers.stacks(_filter_in(query), options)
     return web.json_response(answer)
 
 

@@ -67,9 +67,18 @@ $('logout').addEventListener('click', async () => {
 
 // -- workers ----------------------------------------------------------------------------------
 
+// `dp=0 tp=1` (mesh 0), `mesh1.dp=0` (the next): a rank's mesh coordinates as rank sets say them.
+function meshText(record) {
+  const places = Array.isArray(record.mesh) ? record.mesh : [];
+  return places.flatMap((place) => (Array.isArray(place.axes) ? place.axes : [])
+    .map((axis) => `${place.mesh ? `mesh${place.mesh}.` : ''}${axis.dim}=${axis.coord}`)).join(' ');
+}
+
 function rankText(record) {
-  if (record.rank === null || record.rank === undefined) return record.role || '';
-  return record.role ? `rank ${record.rank} (${record.role})` : `rank ${record.rank}`;
+  const where = meshText(record);
+  if (record.rank === null || record.rank === undefined) return [record.role || '', where].filter(Boolean).join(' ');
+  const who = record.role ? `rank ${record.rank} (${record.role})` : `rank ${record.rank}`;
+  return where ? `${who} ${where}` : who;
 }
 
 function taskName(record) {
@@ -207,6 +216,7 @@ function renderWorkers() {
       el('p', { class: 'more-rows muted', hidden: '' })));
   }
   applyFilter();
+  if (RANK_SET.test($('worker-find').value)) findChanged(); // workers came, or learned their coordinates
   $('empty').hidden = records.size > 0;
   const select = $('job-filter');
   const chosen = select.value;
@@ -222,12 +232,47 @@ function renderWorkers() {
 // counted): with 1,000 workers a keystroke lays out 100 rows, not a thousand.
 const ROWS_SHOWN = 100;
 
+// `ranks: tp=1 dp=0` is a rank set, which only the bridge parses: it is asked which workers
+// match (after a pause in typing; an answer to older text is dropped), and says what is wrong.
+const RANK_SET = /^\s*ranks:\s*/i;
+let rankSetIds = null;
+let rankSetAsked = 0;
+let rankSetTimer = null;
+
+function findChanged() {
+  const text = $('worker-find').value;
+  clearTimeout(rankSetTimer);
+  if (!RANK_SET.test(text)) {
+    rankSetIds = null;
+    applyFilter();
+    return;
+  }
+  const asked = ++rankSetAsked;
+  rankSetTimer = setTimeout(async () => {
+    const ranks = text.replace(RANK_SET, '');
+    try {
+      const found = ranks ? (await api('GET', `/api/v1/workers?ranks=${encodeURIComponent(ranks)}`)).workers : null;
+      if (asked !== rankSetAsked) return;
+      rankSetIds = found ? new Set(found.map((r) => r.id)) : null;
+      setStatus(found ? `ranks ${ranks}: ${found.length} worker${found.length === 1 ? '' : 's'}` : '');
+    } catch (error) {
+      if (asked !== rankSetAsked) return;
+      rankSetIds = new Set();
+      setStatus(`not a rank set: ${error.message}`);
+    }
+    applyFilter();
+  }, 250);
+}
+
 function applyFilter() {
-  const words = $('worker-find').value.toLowerCase().split(/\s+/).filter(Boolean);
+  const ranked = RANK_SET.test($('worker-find').value);
+  const words = ranked ? [] : $('worker-find').value.toLowerCase().split(/\s+/).filter(Boolean);
   for (const section of $('jobs').querySelectorAll('section.job')) {
     let matches = 0;
     for (const row of section.querySelectorAll('tr[data-find]')) {
-      const match = words.every((word) => row.dataset.find.includes(word));
+      const match = ranked
+        ? rankSetIds === null || rankSetIds.has(row.dataset.worker)
+        : words.every((word) => row.dataset.find.includes(word));
       if (match) matches += 1;
       row.hidden = !match || matches > ROWS_SHOWN;
     }
@@ -237,7 +282,7 @@ function applyFilter() {
   }
 }
 
-$('worker-find').addEventListener('input', applyFilter);
+$('worker-find').addEventListener('input', findChanged);
 
 setInterval(() => {
   for (const cell of document.querySelectorAll('[data-since]')) cell.textContent = since(Number(cell.dataset.since));

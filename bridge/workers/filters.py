@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from fnmatch import fnmatchcase
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from raydap.bridge.workers.rank_sets import MAX_TEXT, RankFacts, RankSet
+from raydap.bridge.workers.rank_sets import MAX_TEXT, RankSet
 from raydap.bridge.workers.rank_sets import parse as parse_ranks
 from raydap.bridge.workers.records import BreakpointRecord
 
@@ -27,26 +28,21 @@ class WorkerFilter(BaseModel):
     ranks: str | None = Field(
         default=None,
         max_length=MAX_TEXT,
-        description="a rank set: ranks 0-3,8, a role (actor), terms apart by spaces intersect",
+        description="a rank set: ranks 0-3,8, mesh coordinates tp=1 dp=0:2, a group "
+        "group=mesh_tp:5, a role (actor); terms apart by spaces intersect",
     )
-    _rank_set: RankSet | None = PrivateAttr(default=None)
 
     @field_validator("ranks")
     @classmethod
     def _a_rank_set(cls, text: str | None) -> str | None:
         if text is not None:
-            parse_ranks(text)  # says what is wrong, and what one looks like
+            _rank_set(text)  # says what is wrong, and what one looks like
         return text
-
-    def model_post_init(self, context: Any) -> None:
-        self._rank_set = parse_ranks(self.ranks) if self.ranks is not None else None
 
     def matches(self, record: BreakpointRecord) -> bool:
         if self.job is not None and record.job_id != self.job:
             return False
-        if self._rank_set is not None and not self._rank_set.matches(
-            RankFacts(rank=record.rank, role=record.role)
-        ):
+        if self.ranks is not None and not _rank_set(self.ranks).matches(record.rank_facts()):
             return False
         if self.task is not None and not fnmatchcase(record.task_name or "", self.task):
             return False
@@ -55,6 +51,12 @@ class WorkerFilter(BaseModel):
         return self.node is None or (
             record.node_ip == self.node or (record.node_id or "").startswith(self.node)
         )
+
+
+@functools.lru_cache(maxsize=256)
+def _rank_set(text: str) -> RankSet:
+    """The rank set ``text`` says, parsed once for the many workers a command matches."""
+    return parse_ranks(text)
 
 
 class BadFilter(ValueError):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from raydap.adapter import Upstream, UpstreamError
+from raydap.bridge.workers import meshes
 from raydap.bridge.workers.records import BreakpointRecord
 from raydap.bridge.workers.registry import Registry
 from raydap.protocol.collectives import Identity, read_identity
@@ -104,7 +105,9 @@ class ProcessGroups:
                 found.rank,
             ):
                 del self.departed[gone]
-        update: dict[str, Any] = {"rank": found.rank, "world_size": found.world_size}
+        update: dict[str, Any] = {
+            "rank": found.rank, "world_size": found.world_size, "mesh": meshes.places(found),
+        }  # fmt: skip
         if record.job_id is None and said.job is not None:
             # A worker that made a group runs its job's code, even if Ray never listed its
             # task (a rank that finished at once is idle before the bridge names it).

@@ -17,7 +17,7 @@ match it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 
 #: The longest text, the most atoms, and the largest number a rank set may hold.
@@ -50,7 +50,7 @@ class RankFacts:
     rank: int | None = None
     role: str | None = None
     coords: Mapping[str, int] = field(default_factory=dict)
-    groups: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    groups: Mapping[str, Container[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,13 @@ class RankSet:
     text: str
 
     def matches(self, facts: RankFacts) -> bool:
-        return all(any(atom.matches(facts) for atom in term) for term in self.terms)
+        for term in self.terms:  # loops, not all(any(...)): ten thousand ranks a command
+            for atom in term:
+                if atom.matches(facts):
+                    break
+            else:
+                return False
+        return True
 
 
 def parse(text: str) -> RankSet:

@@ -64,8 +64,10 @@ def role_from_task(task_name: str | None) -> str | None:
     return head if underscore and head else None
 
 
-def describe(rank: int | None, role: str | None) -> str | None:
-    """``rank 3 (critic)``, ``rank 3``, ``critic``, or None when neither is known."""
-    if rank is None:
-        return role
-    return f"rank {rank} ({role})" if role else f"rank {rank}"
+def describe(rank: int | None, role: str | None, place: str = "") -> str | None:
+    """``rank 3 (critic)``, ``rank 3``, ``critic``, or None when neither is known; ``place``
+    (its mesh coordinates, ``dp=0 tp=1``) follows."""
+    who = f"rank {rank}" if rank is not None else role
+    if rank is not None and role:
+        who = f"rank {rank} ({role})"
+    return f"{who} {place}" if who and place else who or place or None

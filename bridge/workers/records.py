@@ -7,6 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from raydap.bridge.workers import meshes
+from raydap.bridge.workers.meshes import MeshPlace
+from raydap.bridge.workers.rank_sets import RankFacts
 from raydap.bridge.workers.ranks import describe
 
 Kind = Literal["breakpoint", "exception", "legacy-pdb"]
@@ -35,6 +38,10 @@ class Location(BaseModel):
 class ExceptionInfo(BaseModel):
     type: str
     message: str
+
+
+#: Where a record keeps what :meth:`BreakpointRecord.rank_facts` made (a cache, not a fact).
+_KEPT_FACTS = "_kept_rank_facts"
 
 
 class BreakpointRecord(BaseModel):
@@ -73,6 +80,9 @@ class BreakpointRecord(BaseModel):
     world_size: int | None = None
     #: The role it plays, where the job has roles (verl: ``actor``, ``critic``, ``ref``).
     role: str | None = None
+    #: Where it sits in each device mesh its job built (:mod:`.meshes`), as its live worker's
+    #: process groups say: empty where it made no mesh.
+    mesh: tuple[MeshPlace, ...] = ()
     #: A child process of a worker (a DataLoader worker, a multiprocessing child): the id of
     #: the worker it belongs to. Held through that worker's debugpy, for as long as it runs.
     parent: str | None = None
@@ -85,8 +95,21 @@ class BreakpointRecord(BaseModel):
 
     @property
     def rank_text(self) -> str | None:
-        """``rank 3 (critic)``, or None where neither is known."""
-        return describe(self.rank, self.role)
+        """``rank 3 (critic) dp=1 tp=0``, or None where nothing of the kind is known."""
+        return describe(self.rank, self.role, meshes.text(self.mesh))
+
+    def rank_facts(self) -> RankFacts:
+        """What a rank set matches of this worker. Kept with the record while its rank, role
+        and mesh are the same objects (a copy with another mesh makes them anew): a command
+        on ten thousand ranks matches each without building its coordinates again."""
+        kept = self.__dict__.get(_KEPT_FACTS)
+        if kept is not None and kept[0] is self.mesh and kept[1:3] == (self.rank, self.role):
+            return kept[3]  # type: ignore[no-any-return]
+        facts = meshes.facts(self.rank, self.role, self.mesh)
+        # Beside the fields, not one: pydantic dumps and compares fields only (a private
+        # attribute would cost a lookup through __getattr__ on every match)
+        self.__dict__[_KEPT_FACTS] = (self.mesh, self.rank, self.role, facts)
+        return facts
 
     @property
     def label(self) -> str:

@@ -33,3 +33,12 @@ def test_benchmark_harness_smoke(tmp_path: Path) -> None:
         figures["p7_stops"]["listed"]["n"] == 2 and figures["p7_stops"]["gutter_stopped"]["n"] == 3
     )
     assert {"live_ratio", "live_breakpoint_elsewhere_ratio"} <= figures["p7"]["python_calls"].keys()
+
+
+def test_rank_sets_benchmark_matches_what_its_mesh_holds(tmp_path: Path) -> None:
+    figures, _ = run_benchmark_smoke("bench.rank_sets", tmp_path / "rank_sets.json", timeout=120)
+    matched = {text: found["matched"] for text, found in figures["s1"].items() if text != "ranks"}
+    # 10,000 ranks on a 10 x 25 x 40 (pp, dp, tp) mesh, odd ranks actors
+    assert matched == {"0-4999,9000-9999": 6000, "pp=1 tp=0:4 dp=(1,3)": 8,
+                       "group=mesh_tp:5": 40, "actor pp=3": 500}  # fmt: skip
+    assert figures["s2"]["ranks"] == 1000

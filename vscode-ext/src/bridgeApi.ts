@@ -67,6 +67,20 @@ export class BridgeApi {
     return body.breakpoints.map(parseRecord);
   }
 
+  /**
+   * The held workers a filter matches (a job, a rank set such as `tp=1 dp=0`): the bridge
+   * parses the rank set, and refuses one that is not, saying the syntax.
+   */
+  async workers(filter: { job?: string; ranks?: string }): Promise<WorkerRecord[]> {
+    const query = Object.entries(filter)
+      .filter(([, value]) => value)
+      .map(([key, value]) => `${key}=${encodeURIComponent(value as string)}`)
+      .join('&');
+    const body = (await this.call('GET', `/api/v1/workers${query ? `?${query}` : ''}`)) as { workers?: unknown };
+    if (!Array.isArray(body.workers)) throw new BridgeError('rejected', 'the bridge answered without a list of workers');
+    return body.workers.map(parseRecord);
+  }
+
   /** Resume one worker; it stays known to the bridge until it pauses again or exits. */
   async continueWorker(id: string): Promise<void> {
     await this.call('POST', `/api/v1/breakpoints/${encodeURIComponent(id)}/continue`, {});

@@ -38,6 +38,13 @@ export function registerCommands(
       if (!jobId) return;
       await startSession({ name: `Ray: follow job ${jobId}`, follow: { job: jobId } });
     },
+    'raydap.followRanks': async (node) => {
+      const jobId = await jobOf(node, connection);
+      if (!jobId) return;
+      const ranks = await askRanks(jobId, connection);
+      if (!ranks) return;
+      await startSession({ name: `Ray: follow ranks ${ranks} of job ${jobId}`, follow: { job: jobId, ranks } });
+    },
     'raydap.continueWorker': async (node) => {
       const record = await workerOf(node, connection, 'Continue which paused worker?');
       if (record) await act(() => connection.api().then((api) => api.continueWorker(record.id)));
@@ -149,6 +156,28 @@ async function askJob(): Promise<string | undefined | null> {
   });
   if (typed === undefined) return null;
   return typed.trim() || undefined;
+}
+
+/**
+ * A rank set (`0-3,8`, `tp=1 dp=0`, `group=mesh_tp:5`, `actor`), checked by the bridge as it is
+ * typed: it alone parses rank sets, and its refusal says the syntax. Undefined: cancelled.
+ */
+async function askRanks(jobId: string, connection: Connection): Promise<string | undefined> {
+  const typed = await vscode.window.showInputBox({
+    title: `Follow which ranks of job ${jobId}?`,
+    prompt: 'A rank set: 0-3,8 · tp=1 dp=0 (both) · dp=(1,3) · tp=0:2 · group=mesh_tp:5 · actor',
+    validateInput: async (value) => {
+      if (!value.trim()) return 'a rank set, such as 0-3 or tp=1';
+      try {
+        const api = await connection.api();
+        const matched = await api.workers({ job: jobId, ranks: value.trim() });
+        return matched.length ? undefined : { message: 'no worker of this job matches yet: its ranks are followed once they come', severity: vscode.InputBoxValidationSeverity.Info };
+      } catch (error) {
+        return error instanceof Error ? error.message : String(error);
+      }
+    },
+  });
+  return typed?.trim() || undefined;
 }
 
 async function jobOf(node: TreeNode | StackItem | undefined, connection: Connection): Promise<string | undefined> {

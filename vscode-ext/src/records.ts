@@ -34,10 +34,26 @@ export interface WorkerRecord {
   /** Its rank in the job (torch.distributed, Ray Train, verl) and role (verl), where known. */
   rank: number | null;
   role: string | null;
+  /** Where it sits in each device mesh its job built (mesh 0 first): empty without a mesh. */
+  mesh: MeshPlace[];
   /** A child process of a worker (a DataLoader worker, a multiprocessing child): that worker's id. */
   parent: string | null;
   /** The private debugpy and Ray hooks raydap uses that this live worker lacks (`name: why`). */
   unsupported: string[];
+}
+
+/** A rank's coordinate along one mesh dimension, and its peers along it (runs of global ranks). */
+export interface MeshAxis {
+  dim: string;
+  coord: number;
+  size: number;
+  group: string;
+  spans: [number, number, number][];
+}
+
+export interface MeshPlace {
+  mesh: number;
+  axes: MeshAxis[];
 }
 
 /** Where a hung job's ranks stopped agreeing, from their Flight Recorders. */
@@ -168,9 +184,42 @@ export function parseRecord(value: unknown): WorkerRecord {
     live: raw.live === true,
     rank: raw.rank === null || raw.rank === undefined ? null : number(raw.rank, at('rank')),
     role: optionalText(raw.role, at('role')),
+    mesh: meshPlaces(raw.mesh, at('mesh')),
     parent: optionalText(raw.parent, at('parent')),
     unsupported: texts(raw.unsupported, at('unsupported')),
   };
+}
+
+const MAX_MESHES = 16;
+const MAX_AXES = 16;
+const MAX_SPANS = 4096;
+
+/** A record's mesh places (absent: none), each checked: they come from the job's processes. */
+export function meshPlaces(value: unknown, what: string): MeshPlace[] {
+  if (value === null || value === undefined) return [];
+  if (!Array.isArray(value) || value.length > MAX_MESHES) throw new InvalidRecord(`${what} is not a list of meshes`);
+  return value.map((item: unknown, index: number) => {
+    const place = object(item, `${what}[${index}]`);
+    if (!Array.isArray(place.axes) || place.axes.length > MAX_AXES) throw new InvalidRecord(`${what}[${index}].axes`);
+    return {
+      mesh: number(place.mesh, `${what}[${index}].mesh`),
+      axes: place.axes.map((raw: unknown, n: number) => {
+        const at = `${what}[${index}].axes[${n}]`;
+        const axis = object(raw, at);
+        if (!Array.isArray(axis.spans) || axis.spans.length > MAX_SPANS) throw new InvalidRecord(`${at}.spans`);
+        return {
+          dim: text(axis.dim, `${at}.dim`),
+          coord: number(axis.coord, `${at}.coord`),
+          size: number(axis.size, `${at}.size`),
+          group: text(axis.group, `${at}.group`),
+          spans: axis.spans.map((span: unknown, k: number) => {
+            if (!Array.isArray(span) || span.length !== 3) throw new InvalidRecord(`${at}.spans[${k}]`);
+            return [0, 1, 2].map((i) => number(span[i], `${at}.spans[${k}]`)) as [number, number, number];
+          }),
+        };
+      }),
+    };
+  });
 }
 
 const MAX_UNSUPPORTED = 64;

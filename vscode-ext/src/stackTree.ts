@@ -4,6 +4,7 @@
  * workers under the frame where its path ends, to pause or attach to.
  */
 
+import { meshPlaces, type MeshPlace } from './records';
 import { basename, rankText } from './workerTree';
 
 export interface StackNode {
@@ -80,7 +81,13 @@ export function parseStacks(body: unknown): StacksAnswer {
   for (const worker of Array.isArray(body.workers) ? body.workers.filter(isObject) : []) {
     const rank = typeof worker.rank === 'number' && Number.isInteger(worker.rank) ? worker.rank : null;
     const role = typeof worker.role === 'string' ? worker.role.slice(0, 100) : null;
-    const text = rankText({ rank, role });
+    let mesh: MeshPlace[] = [];
+    try {
+      mesh = meshPlaces(worker.mesh, 'mesh');
+    } catch {
+      // coordinates this extension cannot read: the rank alone is named
+    }
+    const text = rankText({ rank, role, mesh });
     if (typeof worker.id === 'string' && text) ranks.set(worker.id, text);
   }
   return { tree: node(body.tree), failed, ranks };

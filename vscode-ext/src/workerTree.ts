@@ -3,7 +3,7 @@
  * icons a person reads. The VS Code tree provider only copies these into tree items.
  */
 
-import type { WorkerRecord } from './records';
+import type { MeshPlace, WorkerRecord } from './records';
 
 export interface WorkerNode {
   type: 'worker';
@@ -37,10 +37,20 @@ export function workerTitle(record: WorkerRecord): string {
   return rank ? `${rank} ${name}` : name;
 }
 
-/** `rank 3 (critic)`, `rank 3`, `critic`, or '' where neither is known (as the bridge says it). */
-export function rankText(record: Pick<WorkerRecord, 'rank' | 'role'>): string {
-  if (record.rank === null) return record.role ?? '';
-  return record.role ? `rank ${record.rank} (${record.role})` : `rank ${record.rank}`;
+/**
+ * `rank 3 (critic)`, `rank 3`, `critic`, or '' where neither is known, then its mesh coordinates
+ * (`rank 1 dp=0 tp=1`, as a rank set names them), as the bridge says it.
+ */
+export function rankText(record: Pick<WorkerRecord, 'rank' | 'role'> & { mesh?: MeshPlace[] }): string {
+  const who = record.rank === null ? (record.role ?? '') : record.role ? `rank ${record.rank} (${record.role})` : `rank ${record.rank}`;
+  return [who, meshText(record.mesh ?? [])].filter((part) => part).join(' ');
+}
+
+/** `dp=0 tp=1` for mesh 0, `mesh1.dp=0` for the next: what a rank set says. */
+export function meshText(places: MeshPlace[]): string {
+  return places
+    .flatMap((place) => place.axes.map((axis) => `${place.mesh ? `mesh${place.mesh}.` : ''}${axis.dim}=${axis.coord}`))
+    .join(' ');
 }
 
 export function basename(path: string): string {

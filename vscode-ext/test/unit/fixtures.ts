@@ -31,6 +31,7 @@ export function record(fields: Partial<WorkerRecord> = {}): WorkerRecord {
     live: false,
     rank: null,
     role: null,
+    mesh: [],
     parent: null,
     unsupported: [],
     ...fields,

@@ -14,6 +14,8 @@ import { parseRecord } from '../../src/records';
 interface Schema {
   type?: string;
   items?: Schema;
+  /** A tuple's items, each of its own schema (a run of ranks: start, stop, step). */
+  prefixItems?: Schema[];
   enum?: unknown[];
   anyOf?: Schema[];
   $ref?: string;
@@ -65,6 +67,7 @@ function sample(schema: Schema, name: string): unknown {
     case 'boolean':
       return true;
     case 'array':
+      if (schema.prefixItems !== undefined) return schema.prefixItems.map((item, i) => sample(item, `${name}[${i}]`));
       assert.ok(schema.items, `${name}: an array of what?`);
       return [sample(schema.items, `${name}[0]`)];
     case 'object':

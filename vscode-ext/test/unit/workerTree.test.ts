@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { localPath } from '../../src/paths';
-import { attachable, buildTree, pausedCount, pausedFor, workerNode } from '../../src/workerTree';
+import { parseRecord } from '../../src/records';
+import { attachable, buildTree, pausedCount, pausedFor, workerNode, workerTitle } from '../../src/workerTree';
 import { record } from './fixtures';
 
 test('workers are grouped by job, jobs in id order, workers oldest first', () => {
@@ -132,4 +133,15 @@ test('a live worker that lacks a hook raydap uses says so in its tooltip', () =>
   );
   assert.match(node.tooltip, /lacks what raydap uses.*handle_breakpoint_condition: pydevd\.PyDB\.x is gone/);
   assert.doesNotMatch(workerNode(record({ live: true }), 1_000).tooltip, /lacks/);
+});
+
+test('a rank of a device mesh is titled with its coordinates, as a rank set names them', () => {
+  const axis = (dim: string, coord: number) => ({ dim, coord, size: 2, group: '1', spans: [[0, 2, 1]] });
+  const raw = { ...record({ rank: 1, task_name: 'Rank.step' }), mesh: [
+    { mesh: 0, axes: [axis('dp', 0), axis('tp', 1)] },
+    { mesh: 1, axes: [axis('sp', 1)] },
+  ] };
+  assert.equal(workerTitle(parseRecord(raw)), 'rank 1 dp=0 tp=1 mesh1.sp=1 Rank.step');
+  assert.throws(() => parseRecord({ ...raw, mesh: [{ mesh: 0, axes: [{ ...axis('dp', 0), spans: [[0, 2]] }] }] }), /spans/);
+  assert.throws(() => parseRecord({ ...raw, mesh: 'dp=0' }), /mesh/);
 });

@@ -54,6 +54,25 @@ def test_another_op_at_the_same_number_is_a_mismatch_with_its_call_site() -> Non
     )
 
 
+def test_a_mesh_dimensions_group_is_named_as_the_mesh_names_it_with_its_ranks() -> None:
+    # The skip recording's four ranks, their world group described as torch describes a mesh
+    # dimension's group: what a job whose dp dimension spans these ranks reports
+    dumps = []
+    for dump in recorded("skip"):
+        groups = tuple(
+            g.model_copy(update={"desc": "mesh_dp"}) if g.desc == "default_pg" else g
+            for g in dump.identity.groups
+        )
+        dumps.append(RankDump(dump.worker, dump.identity.model_copy(update={"groups": groups}),
+                              dump.recorder))  # fmt: skip
+    [verdict] = judge(dumps)
+    assert (verdict.group_desc, verdict.mesh_dim) == ("mesh_dp", "dp")
+    assert (verdict.group_size, verdict.group_ranks) == (4, [0, 1, 2, 3])
+    assert verdict.summary == (
+        "all_reduce #10 (the dp group [0, 1, 2, 3]): rank 2 never joined (its last: #9)"
+    )
+
+
 def test_a_straggler_is_missing_from_the_collective_the_others_wait_in() -> None:
     [verdict] = judge(recorded("straggler"))
     assert (verdict.seq, verdict.waiting, verdict.missing) == (4, [0, 1, 2], [3])

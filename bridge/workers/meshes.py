@@ -1,0 +1,120 @@
+"""Where a rank sits in its job's device meshes, derived from the process groups it reports.
+
+torch's ``DeviceMesh`` gives each rank one process group per mesh dimension, described
+``mesh_<dim>`` (``mesh_dim_0`` where the dimension has no name), holding the ranks that differ
+from it along that dimension only, in mesh order: the rank's place in that group is its
+coordinate. Rank 1 of a 2 x 2 (dp, tp) mesh is in ``mesh_dp`` [1, 3] and ``mesh_tp`` [0, 1]:
+dp 0, tp 1. Nothing but the groups a live worker already reports is needed (sans-I/O).
+
+A job may build several meshes, with the same dimension names (verl does): a rank's mesh groups
+are read in the order it made them, and a dimension seen again, or one that would make the
+mesh larger than the world, starts the next mesh. Meshes are numbered in that order, the same
+on every rank (each is built by all of them together). A dimension that spans the whole world
+reuses the default group, which torch does not describe by dimension: it has no coordinate
+here, and the rank's number says it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from raydap.bridge.workers.rank_sets import RankFacts
+from raydap.protocol.collectives import GroupInfo, Identity, Span
+
+#: How torch describes a mesh dimension's group: ``mesh_<dim>``.
+PREFIX = "mesh_"
+#: The copy of the default group torch makes for a dimension spanning the world (CUDA with a
+#: gloo default group): it says no dimension.
+WHOLE_WORLD = "mesh_default"
+
+
+class MeshAxis(BaseModel):
+    """A rank's coordinate along one dimension, and its peers along it (the dimension's group:
+    torch's name for it and its global ranks, in mesh order)."""
+
+    model_config = ConfigDict(frozen=True)
+    dim: str
+    coord: int
+    size: int
+    group: str
+    spans: tuple[Span, ...]
+
+    def __contains__(self, rank: object) -> bool:
+        if not isinstance(rank, int):
+            return False
+        for start, stop, step in self.spans:  # (a loop: asked of ten thousand ranks at once)
+            if start <= rank < stop and (rank - start) % step == 0:
+                return True
+        return False
+
+
+class MeshPlace(BaseModel):
+    """A rank's place in one mesh of its job: ``mesh`` 0 is the first the job built."""
+
+    model_config = ConfigDict(frozen=True)
+    mesh: int
+    axes: tuple[MeshAxis, ...]
+
+    def coord_names(self) -> dict[str, int]:
+        """``{"tp": 1}`` for the first mesh, ``{"mesh1.tp": 1}`` for the next: as rank sets
+        and every door write them."""
+        prefix = f"mesh{self.mesh}." if self.mesh else ""
+        return {prefix + axis.dim: axis.coord for axis in self.axes}
+
+
+def places(identity: Identity) -> tuple[MeshPlace, ...]:
+    """Where ``identity``'s rank sits in each mesh its groups describe (none: no mesh)."""
+    meshes: list[list[MeshAxis]] = [[]]
+    for group in identity.groups:
+        axis = _axis(group, identity.rank)
+        if axis is None:
+            continue
+        current = meshes[-1]
+        seen = any(a.dim == axis.dim for a in current)
+        if seen or math.prod(a.size for a in current) * axis.size > identity.world_size:
+            meshes.append(current := [])
+        current.append(axis)
+    # Built from a checked identity: not checked again (a thousand ranks say theirs at once)
+    return tuple(
+        MeshPlace.model_construct(mesh=i, axes=tuple(axes)) for i, axes in enumerate(meshes) if axes
+    )
+
+
+def _axis(group: GroupInfo, rank: int) -> MeshAxis | None:
+    if not group.desc.startswith(PREFIX) or group.desc == WHOLE_WORLD:
+        return None
+    coord = group.index(rank)
+    if coord is None:
+        return None
+    dim = group.desc.removeprefix(PREFIX)
+    return MeshAxis.model_construct(
+        dim=dim, coord=coord, size=group.size, group=group.name, spans=group.spans
+    )
+
+
+def text(meshes: Iterable[MeshPlace | Mapping[str, object]]) -> str:
+    """``dp=0 tp=1``, as a rank set names that place (records' JSON as well as models)."""
+    words = []
+    for place in meshes:
+        try:
+            found = place if isinstance(place, MeshPlace) else MeshPlace.model_validate(place)
+        except ValidationError:  # a bridge's answer this client cannot read: not shown
+            continue
+        words += [f"{name}={coord}" for name, coord in found.coord_names().items()]
+    return " ".join(words)
+
+
+def facts(rank: int | None, role: str | None, meshes: Iterable[MeshPlace]) -> RankFacts:
+    """What a rank set can match of a rank: its number, role, coordinates (a dimension's bare
+    name means the first mesh that has it) and its mesh groups by description."""
+    coords: dict[str, int] = {}
+    groups: dict[str, MeshAxis] = {}
+    for place in meshes:
+        coords.update(place.coord_names())
+        for axis in place.axes:
+            coords.setdefault(axis.dim, axis.coord)
+            groups.setdefault(PREFIX + axis.dim, axis)
+    return RankFacts(rank=rank, role=role, coords=coords, groups=groups)

@@ -1,0 +1,40 @@
+"""Four live Ray actors laid out on a 2 x 2 (dp, tp) DeviceMesh over gloo, each stopping at a
+breakpoint() in ``step`` after an all_reduce along tp; returns each rank * 10."""
+
+import datetime
+
+import ray
+
+from raydap.bridge.client.ports import free_port  # the master's port, taken by no lane meanwhile
+
+ray.init(runtime_env={"worker_process_setup_hook": "raydap.live.setup"})
+print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
+
+
+@ray.remote(num_cpus=0.25)
+class Rank:
+    def __init__(self, rank, port):
+        import torch.distributed as dist
+        from torch.distributed.device_mesh import init_device_mesh
+
+        # A long timeout: a busy machine may start one rank's process seconds after another's
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=4,
+            timeout=datetime.timedelta(seconds=120),
+        )  # fmt: skip
+        self.mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+        self.rank = rank
+
+    def step(self):
+        import torch
+        import torch.distributed as dist
+
+        grad = torch.ones(1) * (self.rank + 1)
+        dist.all_reduce(grad, group=self.mesh.get_group("tp"))
+        breakpoint()  # BREAK step
+        return self.rank * 10
+
+
+port = free_port()
+ranks = [Rank.remote(rank, port) for rank in range(4)]
+print("RESULT", ray.get([r.step.remote() for r in ranks]), flush=True)

@@ -1,0 +1,99 @@
+"""Rank sets on a real 2 x 2 (dp, tp) DeviceMesh over gloo: four live Ray ranks, each paused at
+a breakpoint() after an all_reduce along tp. Their coordinates come from the process groups
+torch made for the mesh, show wherever a rank is named, and aim group commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from raydap.bridge.workers import meshes
+from tests.e2e.conftest import BridgeProcess, Job
+from tests.e2e.test_bridge import raydap
+from tests.e2e.test_mcp import agent, call
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+PLACES = {0: "dp=0 tp=0", 1: "dp=0 tp=1", 2: "dp=1 tp=0", 3: "dp=1 tp=1"}
+
+
+async def test_mesh_coordinates_are_shown_and_continue_ranks_dp_0_lets_exactly_ranks_0_and_1_go(
+    bridge: BridgeProcess, run_job: Callable[[str], Job], browser: object
+) -> None:
+    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
+    job = run_job("mesh_ranks.py")
+    records = bridge.wait_records(
+        job.job_id, 4, timeout=120,
+        where=lambda r: r["state"] == "paused" and bool(r["mesh"]) and bool(r["task_name"]),
+    )  # fmt: skip
+    by_rank = {r["rank"]: r for r in records}
+    assert {rank: meshes.text(r["mesh"]) for rank, r in by_rank.items()} == PLACES
+    tp = {axis["dim"]: axis for axis in by_rank[1]["mesh"][0]["axes"]}["tp"]
+    assert (tp["coord"], tp["size"]) == (1, 2)  # rank 1's tp group is ranks 0 and 1
+
+    listing = raydap(bridge, "list")
+    assert listing.returncode == 0, listing.stderr
+    row = next(line for line in listing.stdout.splitlines() if by_rank[1]["id"] in line)
+    assert "rank 1 dp=0 tp=1" in row, listing.stdout
+
+    # Every door takes the same rank set: here the HTTP query the page's Find asks
+    matched = bridge.get(f"/api/v1/workers?job={job.job_id}&ranks=tp=1")["workers"]
+    assert sorted(r["rank"] for r in matched) == [1, 3]
+    both = bridge.get(f"/api/v1/workers?job={job.job_id}&ranks=group=mesh_tp:2")["workers"]
+    assert sorted(r["rank"] for r in both) == [2, 3]
+
+    # The page: its Find takes `ranks:` as a rank set, which the bridge matches
+    await find_on_the_page(bridge, browser, job.job_id)
+
+    # An agent: the coordinates in its list, and an expression on the ranks of tp 1
+    async with agent(bridge) as session:
+        listed = await call(session, "list_workers", filter={"job": job.job_id})
+        assert {w["rank"]: w["mesh"] for w in listed["workers"]} == PLACES
+        tp_1 = {"job": job.job_id, "ranks": "tp=1"}
+        evaluated = await call(session, "evaluate", expression="self.rank", filter=tp_1)
+        assert sorted(r["result"] for r in evaluated["results"]) == ["1", "3"]
+
+    went = raydap(bridge, "continue", "--job", job.job_id, "--ranks", "dp=0")
+    assert went.returncode == 0, went.stderr
+    assert sorted(went.stdout.split(":", 1)[1].split()) == sorted(
+        by_rank[rank]["id"] for rank in (0, 1)
+    )
+
+    def states() -> dict[int, str]:
+        held = bridge.get(f"/api/v1/workers?job={job.job_id}")["workers"]
+        return {r["rank"]: r["state"] for r in held}
+
+    ran = wait_until(lambda: (s := states())[0] == s[1] == "running" and s, timeout=30,
+                     what="ranks 0 and 1 to run on")  # fmt: skip
+    assert (ran[2], ran[3]) == ("paused", "paused")
+
+    refused = raydap(bridge, "continue", "--job", job.job_id, "--ranks", "tp=(1")
+    assert refused.returncode != 0 and "rank set" in refused.stderr, refused.stderr
+    async with agent(bridge) as session:
+        rest = await call(session, "continue_workers", filter={"job": job.job_id, "ranks": "dp=1"})
+    assert sorted(rest["continued"]) == sorted(by_rank[rank]["id"] for rank in (2, 3))
+    assert job.result() == "[0, 10, 20, 30]"
+
+
+async def find_on_the_page(bridge: BridgeProcess, browser: object, job_id: str) -> None:
+    from playwright.async_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    await page.goto(f"{bridge.url}/?token={bridge.token}")
+    rows = page.get_by_role("region", name=f"Job {job_id}").locator("tbody tr")
+    await expect(rows.filter(has_text="dp=0 tp=1")).to_have_count(1, timeout=20_000)
+    find = page.get_by_label("Find")
+    await find.fill("ranks: tp=1")
+    shown = page.get_by_role("region", name=f"Job {job_id}").locator("tbody tr:visible")
+    await expect(shown).to_have_count(2, timeout=10_000)
+    await expect(shown.filter(has_text="rank 1 dp=0 tp=1")).to_have_count(1)
+    await expect(shown.filter(has_text="rank 3 dp=1 tp=1")).to_have_count(1)
+    await find.fill("ranks: tp=(1")
+    await expect(page.get_by_role("status")).to_contain_text("not a rank set", timeout=10_000)
+    await expect(shown).to_have_count(0)
+    await find.fill("")
+    await expect(shown).to_have_count(4)
+    await page.close()

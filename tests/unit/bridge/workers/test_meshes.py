@@ -1,0 +1,120 @@
+"""Mesh coordinates from the process groups a rank reports, laid out as torch's DeviceMesh
+lays them out (one group per dimension and combination of the other coordinates, in mesh
+order, described ``mesh_<dim>``); the e2e test reads them from a real 2 x 2 mesh on gloo."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from raydap.bridge.workers import meshes
+from raydap.bridge.workers.rank_sets import parse
+from raydap.live.collectives import spans
+from raydap.protocol.collectives import GroupInfo, Identity
+
+
+def mesh_groups(shape: tuple[int, ...], dims: tuple[str, ...]) -> list[tuple[str, list[int]]]:
+    """Each dimension's groups, in the order torch makes them: a dimension as large as the
+    world reuses the default group (none made)."""
+    world = math.prod(shape)
+    grid = {c: i for i, c in enumerate(itertools.product(*map(range, shape)))}
+    made = []
+    for d, dim in enumerate(dims):
+        if shape[d] == world:
+            continue
+        others = [range(n) for i, n in enumerate(shape) if i != d]
+        for fixed in itertools.product(*others):
+            at = list(fixed)
+            made.append((dim, [grid[(*at[:d], k, *at[d:])] for k in range(shape[d])]))
+    return made
+
+
+def identity(rank: int, world: int, *built: tuple[tuple[int, ...], tuple[str, ...]]) -> Identity:
+    """What ``rank`` reports after the job built these meshes: its own groups, in order."""
+    groups = [GroupInfo(name="0", desc="default_pg", spans=((0, world, 1),))]
+    count = 1
+    for shape, dims in built:
+        for dim, members in mesh_groups(shape, dims):
+            if rank in members:
+                runs = tuple((a, b, c) for a, b, c in spans(members))
+                groups.append(GroupInfo(name=str(count), desc=f"mesh_{dim}", spans=runs))
+            count += 1
+    return Identity(rank=rank, world_size=world, groups=tuple(groups))
+
+
+def unravel(rank: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    for n in reversed(shape):
+        out.append(rank % n)
+        rank //= n
+    return tuple(reversed(out))
+
+
+def coords(identity: Identity) -> list[dict[str, int]]:
+    return [place.coord_names() for place in meshes.places(identity)]
+
+
+def test_rank_1_of_a_2_by_2_mesh_is_dp_0_tp_1_as_torch_says() -> None:
+    found = identity(1, 4, ((2, 2), ("dp", "tp")))
+    assert [g.desc for g in found.groups] == ["default_pg", "mesh_dp", "mesh_tp"]
+    assert [g.ranks() for g in found.groups[1:]] == [[1, 3], [0, 1]]  # as checked on torch 2.13
+    [place] = meshes.places(found)
+    assert place.coord_names() == {"dp": 0, "tp": 1}
+    assert [(a.dim, a.size, a.group) for a in place.axes] == [("dp", 2, "2"), ("tp", 2, "3")]
+    assert meshes.text([place]) == "dp=0 tp=1"
+    assert meshes.text([place.model_dump(mode="json")]) == "dp=0 tp=1"  # a record's JSON
+
+
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple),
+    st.data(),
+)
+def test_coordinates_are_the_ranks_place_in_the_mesh(
+    shape: tuple[int, ...], data: st.DataObject
+) -> None:
+    world = math.prod(shape)
+    dims = tuple(f"d{i}" for i in range(len(shape)))
+    rank = data.draw(st.integers(0, world - 1))
+    found = meshes.places(identity(rank, world, (shape, dims)))
+    # A dimension of size 1 is a group of one; a dimension as large as the world is torch's
+    # default group, described by no dimension: those have no coordinate here.
+    expected = {
+        dim: at for dim, at, n in zip(dims, unravel(rank, shape), shape, strict=True) if n < world
+    }
+    assert (found[0].coord_names() if found else {}) == expected
+
+
+def test_two_meshes_with_the_same_names_are_told_apart_and_the_first_is_bare() -> None:
+    # verl: a (dp, sp) mesh for its model, then a (dp, tp) mesh for rollout, on 8 ranks
+    found = identity(5, 8, ((4, 2), ("dp", "sp")), ((2, 4), ("dp", "tp")))
+    assert coords(found) == [{"dp": 2, "sp": 1}, {"mesh1.dp": 1, "mesh1.tp": 1}]
+    facts = meshes.facts(5, None, meshes.places(found))
+    assert facts.coords["dp"] == 2 and facts.coords["mesh1.dp"] == 1 and facts.coords["tp"] == 1
+    assert parse("dp=2 sp=1").matches(facts) and parse("mesh1.dp=1").matches(facts)
+    assert not parse("mesh1.dp=2").matches(facts)
+
+
+def test_a_group_named_by_a_member_matches_the_ranks_of_that_group() -> None:
+    world, shape = 8, (2, 2, 2)
+    dims = ("pp", "dp", "tp")
+    matched = []
+    for rank in range(world):
+        facts = meshes.facts(rank, None, meshes.places(identity(rank, world, (shape, dims))))
+        if parse("group=mesh_tp:5").matches(facts):
+            matched.append(rank)
+    assert matched == [4, 5]  # the tp group of rank 5: pp 1, dp 0
+    facts = meshes.facts(6, "actor", meshes.places(identity(6, world, (shape, dims))))
+    assert parse("pp=1 dp=(1) actor").matches(facts) and not parse("tp=1:").matches(facts)
+
+
+def test_without_a_mesh_a_rank_is_its_number() -> None:
+    bare = Identity(rank=3, world_size=4, groups=(
+        GroupInfo(name="0", desc="default_pg", spans=((0, 4, 1),)),
+        GroupInfo(name="1", desc="", spans=((2, 4, 1),)),
+    ))  # fmt: skip
+    assert meshes.places(bare) == ()
+    facts = meshes.facts(3, None, ())
+    assert parse("2-3").matches(facts) and not parse("tp=0").matches(facts)
