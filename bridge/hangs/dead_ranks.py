@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError
-from raydap.bridge.hangs.desync import ranks_text
+from raydap.bridge.hangs.desync import group_label, ranks_text
 from raydap.bridge.hangs.verdicts import DeadRank, Unread, Verdict
 from raydap.bridge.workers.process_groups import Departed, ProcessGroups
 from raydap.protocol.collectives import Identity
@@ -154,7 +154,7 @@ def with_dead(verdict: Verdict, dead: Sequence[DeadRank]) -> Verdict:
     if not dead:
         return verdict
     found = verdict.collective
-    peers_in = f"{found.op} #{found.seq} ({found.group_desc or found.group})" if found else None
+    peers_in = f"{found.op} #{found.seq} ({group_label(found)})" if found else None
     named = [d.model_copy(update={"peers_in": peers_in}) for d in dead]
     ranks = {d.rank for d in named}
     unread = [u for u in verdict.unread if u.worker is not None or u.rank not in ranks]

@@ -350,7 +350,7 @@ def _verdict(
 
 def summary(collective: Collective, agreeing: dict[int, Entry] | None = None) -> str:
     """One line: ``all_reduce #10 (default_pg): rank 2 never joined (its last: #9)``."""
-    where = f"{collective.op} #{collective.seq} ({_label(collective)})"
+    where = f"{collective.op} #{collective.seq} ({group_label(collective)})"
     parts = []
     if collective.missing:
         lasts = {m.rank: m.last for m in collective.members}
@@ -382,7 +382,7 @@ def _number(seq: int | None) -> str:
     return f"#{seq}" if seq is not None and seq >= 0 else "none"
 
 
-def _label(collective: Collective) -> str:
+def group_label(collective: Collective) -> str:
     """The group's name (a mesh's: ``the tp group [4, 5, 6, 7]``), and its backend where it is
     not gloo (whose wording is the older)."""
     desc = collective.group_desc

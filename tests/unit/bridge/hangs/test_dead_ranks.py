@@ -7,6 +7,7 @@ from raydap.bridge.hangs.dead_ranks import CAUSE_WAIT, CauseOf, DeadRanks, Endin
 from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.workers.holder import record_id
 from raydap.bridge.workers.process_groups import Departed
+from tests.unit.bridge.hangs.test_nccl import replies
 from tests.unit.bridge.hangs.test_watch import live_ranks, watch
 
 KILLED = "SYSTEM_ERROR: Worker unexpectedly exits with a connection error code 2. End of file."
@@ -99,3 +100,24 @@ async def test_a_job_whose_peers_failed_at_once_still_has_its_dead_rank_named() 
     [named] = await hangs.sample()
     assert (named.job, named.state, [d.rank for d in named.dead]) == ("01", "suspected_hang", [3])
     assert "rank 3 died (pid 4242 on 10.0.0.1: its node 10.0.0.9 was lost)" in named.summary
+
+
+async def test_an_nccl_rank_that_dies_is_named_with_the_collective_its_peers_wait_in() -> None:
+    """What four NCCL ranks on an H100 answered (recordings/nccl_straggler.json, from
+    ../shared/recordings/nccl), rank 3 never at the all_reduce; here it dies. No GPU reaches
+    CI: the dead-rank path is read against what NCCL ranks really answer."""
+    hangs, _, now = watch("all")
+    live_ranks(hangs.holder.registry, hangs.holder, replies("straggler"))
+    endings, ray_says = what_ray_says()
+    hangs.dead_ranks = DeadRanks(hangs.holder.process_groups, ray_says)
+    assert {v.state for v in await hangs.sample()} <= {"progressing"}
+    oom = "OUT_OF_MEMORY: Task was killed due to the node running low on memory"
+    endings[rank_dies(hangs, 3)] = Ending(oom, final=True)
+    now[0] = 1.0
+    [named] = [v for v in await hangs.sample() if v.job == "01"]
+    assert named.state == "suspected_hang"
+    [dead] = named.dead
+    assert (dead.rank, dead.cause) == (3, oom)
+    assert dead.peers_in is not None and dead.peers_in.endswith("(default_pg, nccl)")
+    assert named.summary.startswith(f"rank 3 died (pid 4242 on 10.0.0.1: {oom}) while the "
+                                    f"others were in {dead.peers_in}")  # fmt: skip

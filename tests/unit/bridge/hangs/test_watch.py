@@ -168,10 +168,14 @@ class RecordingUpstream:
         return Response(request_seq=1, success=True, command=command, body=self.body)
 
 
-def live_ranks(registry: Registry, holder: Holder) -> dict[int, RecordingUpstream]:
+def live_ranks(
+    registry: Registry, holder: Holder, bodies: list[dict[str, Any]] | None = None
+) -> dict[int, RecordingUpstream]:
     """Job 01's four ranks as live workers that reported their groups (rank 3 never came to
-    all_reduce #4: it is stuck in its data loader, where the cluster's py-spy finds it)."""
-    bodies = json.loads((RECORDINGS / "gloo_straggler.json").read_text())["ranks"]
+    all_reduce #4: it is stuck in its data loader, where the cluster's py-spy finds it), or
+    answering with ``bodies``."""
+    if bodies is None:
+        bodies = json.loads((RECORDINGS / "gloo_straggler.json").read_text())["ranks"]
     upstreams = {}
     for rank, body in enumerate(bodies):
         rid = record_id(f"01w{rank}" + "0" * 10)
