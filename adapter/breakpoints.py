@@ -19,7 +19,7 @@ one breakpoint in the worker.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,9 +115,21 @@ class WorkerBook:
         owners[owner] = tuple(dict.fromkeys(specs))
         return self.union(key)
 
-    def union(self, key: BookKey) -> tuple[Spec, ...]:
-        every = (spec for specs in self._owned.get(key, {}).values() for spec in specs)
+    def union(
+        self, key: BookKey, owners: Callable[[Hashable], bool] | None = None
+    ) -> tuple[Spec, ...]:
+        """Every owner's breakpoints in this list (or those ``owners`` says), once each."""
+        every = (
+            spec
+            for owner, specs in self._owned.get(key, {}).items()
+            if owners is None or owners(owner)
+            for spec in specs
+        )
         return tuple(dict.fromkeys(every))
+
+    def share(self, owner: Hashable, key: BookKey) -> tuple[Spec, ...]:
+        """What ``owner`` wants in this list."""
+        return self._owned.get(key, {}).get(owner, ())
 
     def stops(self) -> bool:
         """Whether any list holds a breakpoint that can stop the worker."""

@@ -39,6 +39,7 @@ from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.follow import JobStatus
 from raydap.bridge.workers.group_timeouts import Follows
 from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.ranked_breakpoints import RankedBreakpoints, RankedLines
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.bridge.workers.registry import Registry
 from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
@@ -162,6 +163,11 @@ class Workers:
     capturing: CaptureService | None = None
     #: What stacks, snapshots and a view token's values hide (``raydap serve --redact``).
     redactor: Redactor = DEFAULT_REDACTOR
+    #: Breakpoints on a rank set, kept for ranks whose coordinates come later.
+    ranked: RankedBreakpoints = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ranked = RankedBreakpoints(self.holder)
 
     @property
     def captures(self) -> CaptureService:
@@ -367,15 +373,27 @@ class Workers:
         return [{"id": record.id, "result": value}]
 
     async def give_breakpoints(
-        self, owner: str, path: str, lines: Mapping[int, str | None], job: str | None
+        self,
+        owner: str,
+        path: str,
+        lines: Mapping[int, str | None],
+        job: str | None,
+        ranks: str | None = None,
     ) -> list[BreakpointsGiven]:
         """``owner``'s breakpoints in ``path`` (each line with its condition, or None) for every
         live held worker of ``job``, merged with other sessions' there by each worker's one
-        owner of its breakpoints; no lines clears ``owner``'s."""
+        owner of its breakpoints; no lines clears ``owner``'s. With ``ranks`` (a rank set:
+        a job is then needed), they are ``owner``'s breakpoints for those ranks only, apart
+        from those for every rank, and kept for ranks known later (:mod:`.ranked_breakpoints`)."""
         specs = [
             spec_of({"line": line, **({"condition": condition} if condition else {})})
             for line, condition in lines.items()
         ]
+        if ranks is not None:
+            if job is None:
+                raise WorkerError("breakpoints on a rank set need the job", Kind.INVALID)
+            ranked = RankedLines(job, path, ranks, tuple(specs))
+            return [BreakpointsGiven.of(r, g) for r, g in await self.ranked.give(owner, ranked)]
         chosen = [
             (r, u)
             for r in self.holder.registry.records()

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.filters import WorkerFilter, rank_set
+from raydap.bridge.workers.rank_sets import MAX_TEXT
 
 #: Longest a call may wait for workers (``wait_for_pause``, ``step``), in seconds.
 MAX_WAIT_S = 120.0
@@ -81,18 +82,42 @@ class Variables(Arguments):
     frame: int = Frame
 
 
-class SetBreakpoints(Arguments):
+def _a_rank_set(text: str) -> str:
+    rank_set(text)  # says what is wrong, and what one looks like
+    return text
+
+
+#: Breakpoints on a rank set only (the job's other ranks never get them).
+RankSetText = Annotated[str, AfterValidator(_a_rank_set), Field(
+    max_length=MAX_TEXT,
+    description="only these ranks of the job: a rank set (0-3,8; tp=1 dp=0; group=mesh_tp:5; "
+    "actor), kept apart from the agent's breakpoints for every rank; needs job",
+)]  # fmt: skip
+
+
+class OnRanks(Arguments):
+    """Breakpoints of a job, or of a rank set of it."""
+
+    job: str | None = Field(default=None, max_length=200, description="job id; none: every job")
+    ranks: RankSetText | None = None
+
+    @model_validator(mode="after")
+    def _ranks_of_a_job(self) -> OnRanks:
+        if self.ranks is not None and self.job is None:
+            raise ValueError("breakpoints on a rank set need the job")
+        return self
+
+
+class SetBreakpoints(OnRanks):
     path: str = FilePath
     lines: list[Annotated[int, Field(ge=1, le=10_000_000)]] = Field(
         min_length=1, max_length=100, description="1-based line numbers"
     )
     condition: str | None = Field(default=None, max_length=2000, description="stop only if true")
-    job: str | None = Field(default=None, max_length=200, description="job id; none: every job")
 
 
-class ClearBreakpoints(Arguments):
+class ClearBreakpoints(OnRanks):
     path: str = FilePath
-    job: str | None = Field(default=None, max_length=200, description="job id; none: every job")
 
 
 class WaitForPause(Arguments):
@@ -207,10 +232,13 @@ TOOLS = (
     Tool("set_breakpoints", SetBreakpoints, "Set line breakpoints in a file on the live "
          "workers (jobs run with raydap.live) of `job`, or of every job: the workers stop there "
          "without any breakpoint() in the code, and live workers that start later get them "
-         "too. Replaces the agent's earlier breakpoints in that file. Says, for each worker, "
+         "too. With `ranks` (and `job`), only the ranks of that rank set get them, also ranks "
+         "whose coordinates are known later. Replaces the agent's earlier breakpoints in that "
+         "file (on that rank set, or for every rank). Says, for each worker, "
          "whether each line was verified. Then call wait_for_pause.", reads=False),
     Tool("clear_breakpoints", ClearBreakpoints, "Remove the agent's breakpoints in a file on "
-         "the live workers of `job` (or every job). Paused workers stay paused.", reads=False),
+         "the live workers of `job` (or every job; with `ranks`, those it set on that rank "
+         "set). Paused workers stay paused.", reads=False),
     Tool("wait_for_pause", WaitForPause, "Wait until at least `count` matching workers are "
          "paused (workers paused already count), up to `timeout_s` seconds; returns them with "
          f"where each stopped and why, or says none did in time. {_FILTER_WORDS}", reads=True),

@@ -160,18 +160,22 @@ class Desk:
         return {"results": shown, "distinct_values": len(values)}
 
     async def set_breakpoints(self, ask: catalog.SetBreakpoints) -> dict[str, Any]:
-        return await self._give(ask.path, ask.job, ask.lines, ask.condition)
+        return await self._give(ask, ask.lines, ask.condition)
 
     async def clear_breakpoints(self, ask: catalog.ClearBreakpoints) -> dict[str, Any]:
-        return await self._give(ask.path, ask.job, [])
+        return await self._give(ask, [])
 
     async def _give(
-        self, path: str, job: str | None, lines: list[int], condition: str | None = None
+        self,
+        ask: catalog.SetBreakpoints | catalog.ClearBreakpoints,
+        lines: list[int],
+        condition: str | None = None,
     ) -> dict[str, Any]:
-        """The agent's breakpoints for ``path`` in every live held worker of ``job``, and what
-        each worker made of them."""
+        """The agent's breakpoints for ``ask.path`` in every live held worker of ``ask.job``
+        (or of its rank set), and what each worker made of them."""
         asked = dict.fromkeys(lines, condition)
-        given = await self.workers.give_breakpoints(AGENT, path, asked, job)
+        path = ask.path
+        given = await self.workers.give_breakpoints(AGENT, path, asked, ask.job, ask.ranks)
         return {"path": path, "workers": [
             {"id": g.worker.id, "name": g.worker.label, **_answered(g)} for g in given
         ]}  # fmt: skip

@@ -29,7 +29,8 @@ from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.server.pdb_relay import NodeIp
 from raydap.bridge.service import Workers
-from raydap.bridge.workers.filters import WorkerFilter
+from raydap.bridge.workers.filters import WorkerFilter, rank_set
+from raydap.bridge.workers.rank_sets import MAX_TEXT
 from raydap.bridge.workers.records import RecordState
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -121,6 +122,16 @@ class LineBreakpointsBody(BaseModel):
     path: str = Field(min_length=1, max_length=4096)
     job: str = Field(min_length=1, max_length=64, pattern=r"^[0-9a-fA-F]+$")
     breakpoints: list[LineBreakpoint] = Field(max_length=1000)
+    #: Only for these ranks (a rank set, docs/rank-sets.md): kept apart from the caller's
+    #: breakpoints for every rank, and given to ranks known later.
+    ranks: str | None = Field(default=None, max_length=MAX_TEXT)
+
+    @field_validator("ranks")
+    @classmethod
+    def _a_rank_set(cls, text: str | None) -> str | None:
+        if text is not None:
+            rank_set(text)  # says what is wrong, and what one looks like
+        return text
 
 
 def _error(
@@ -464,9 +475,11 @@ async def set_line_breakpoints(request: web.Request) -> web.Response:
         _check_condition(asked.condition, f"line {asked.line}: ")
     owner = f"{request[TOKEN].name} (HTTP)"
     lines = {b.line: b.condition for b in body.breakpoints}
-    given = await request.app[SERVICES].workers.give_breakpoints(owner, body.path, lines, body.job)
+    given = await request.app[SERVICES].workers.give_breakpoints(
+        owner, body.path, lines, body.job, body.ranks
+    )
     conditions = {line: condition for line, condition in lines.items() if condition}
-    _audit(request, "set breakpoints", path=body.path, job=body.job,
+    _audit(request, "set breakpoints", path=body.path, job=body.job, ranks=body.ranks,
            lines=list(lines), conditions=conditions)  # fmt: skip
     return web.json_response({"path": body.path, "workers": [
         {"id": g.worker.id, "breakpoints": g.breakpoints, "refused": g.refused,

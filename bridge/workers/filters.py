@@ -34,15 +34,15 @@ class WorkerFilter(BaseModel):
 
     @field_validator("ranks")
     @classmethod
-    def _a_rank_set(cls, text: str | None) -> str | None:
+    def _arank_set(cls, text: str | None) -> str | None:
         if text is not None:
-            _rank_set(text)  # says what is wrong, and what one looks like
+            rank_set(text)  # says what is wrong, and what one looks like
         return text
 
     def matches(self, record: BreakpointRecord) -> bool:
         if self.job is not None and record.job_id != self.job:
             return False
-        if self.ranks is not None and not _rank_set(self.ranks).matches(record.rank_facts()):
+        if self.ranks is not None and not rank_set(self.ranks).matches(record.rank_facts()):
             return False
         if self.task is not None and not fnmatchcase(record.task_name or "", self.task):
             return False
@@ -54,7 +54,7 @@ class WorkerFilter(BaseModel):
 
 
 @functools.lru_cache(maxsize=256)
-def _rank_set(text: str) -> RankSet:
+def rank_set(text: str) -> RankSet:
     """The rank set ``text`` says, parsed once for the many workers a command matches."""
     return parse_ranks(text)
 

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from raydap.adapter import Upstream, UpstreamError
-from raydap.adapter.breakpoints import BOOK_COMMANDS, spec_of
+from raydap.adapter.breakpoints import BOOK_COMMANDS, set_arguments, spec_of
 from raydap.adapter.capture_points import unmerge
 from raydap.adapter.worker_breakpoints import KEPT
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
@@ -26,6 +26,7 @@ from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import Marks
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.naming import from_task
+from raydap.bridge.workers.ranked_breakpoints import Ranked
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,23 @@ def clears(command: str, arguments: dict[str, Any]) -> bool:
     if command == "setExceptionBreakpoints":
         return False  # an empty filter list is a choice to keep, unlike no breakpoints
     return not any(arguments.get(k) for k in ("breakpoints", "lines", "filters"))
+
+
+def unranked(upstream: Upstream, command: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A breakpoint list as the job keeps it: without the shares given to a rank set only
+    (:mod:`.ranked_breakpoints`), which its other ranks must never get."""
+    if command not in BOOK_COMMANDS:
+        return arguments
+    source = arguments.get("source")
+    path = str(source.get("path") or "") if isinstance(source, dict) else ""
+    book = upstream.breakpoints.book
+    key = (command, path)
+    union = book.union(key, owners=lambda owner: not isinstance(owner, Ranked))
+    if union == book.union(key):
+        return arguments
+    base = {k: v for k, v in arguments.items() if k != "breakpoints"}
+    kept, _ = set_arguments(base, path, union, upstream.breakpoints.capture_settings)
+    return kept
 
 
 class LiveWorkers:
@@ -205,7 +223,7 @@ class LiveWorkers:
         for key, kept, _ in self._kept_lists(self._job_of(rid)):
             upstream.breakpoints.claim(KEPT, key, kept)
         upstream.on_configured = lambda command, arguments: self.keep(
-            command, arguments, self._job_of(rid)
+            command, unranked(upstream, command, arguments), self._job_of(rid)
         )
         for hook in self.also_held:
             hook(rid, upstream)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from raydap.bridge.workers import meshes
-from tests.e2e.conftest import BridgeProcess, Job
+from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line
 from tests.e2e.test_bridge import raydap
 from tests.e2e.test_mcp import agent, call
 from tests.waiting import wait_until
@@ -97,3 +97,43 @@ async def find_on_the_page(bridge: BridgeProcess, browser: object, job_id: str) 
     await find.fill("")
     await expect(shown).to_have_count(4)
     await page.close()
+
+
+def test_a_breakpoint_on_tp_1_stops_exactly_ranks_1_and_3(
+    bridge: BridgeProcess, run_job: Callable[[str], Job]
+) -> None:
+    """Set while the ranks run, through the page's and every door's one path (the PUT):
+    given to ranks 1 and 3 only, whose tp peers 0 and 2 then wait for them in the all_reduce."""
+    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
+    job = run_job("mesh_loop.py")
+
+    def running() -> list[dict[str, object]] | None:
+        held = bridge.get(f"/api/v1/workers?job={job.job_id}")["workers"]
+        ready = [r for r in held if r["state"] == "running" and r["mesh"]]
+        return ready if len(ready) == 4 else None
+
+    wait_until(running, timeout=120, what="four live ranks with their coordinates")
+    path, line = str(JOBS / "mesh_loop.py"), break_line("mesh_loop.py", "loop")
+    ranked = {"path": path, "job": job.job_id, "ranks": "tp=1"}
+    given = bridge.put("/api/v1/line-breakpoints", {**ranked, "breakpoints": [{"line": line}]})
+    ranks = {r["id"]: r["rank"] for r in bridge.get(f"/api/v1/workers?job={job.job_id}")["workers"]}
+    assert sorted(ranks[w["id"]] for w in given["workers"]) == [1, 3]
+    assert all(w["breakpoints"] == [{"line": line, "verified": True}] for w in given["workers"])
+
+    def stopped() -> dict[int, str] | None:
+        held = bridge.get(f"/api/v1/workers?job={job.job_id}")["workers"]
+        states = {r["rank"]: r["state"] for r in held}
+        return states if states[1] == states[3] == "paused" else None
+
+    states = wait_until(stopped, timeout=30, what="ranks 1 and 3 stopped")
+    assert (states[0], states[2]) == ("running", "running")  # waiting in the all_reduce
+    on_line = bridge.records(job.job_id)
+    assert sorted((r["rank"], r["location"]["line"]) for r in on_line) == [(1, line), (3, line)]
+
+    # Let them all finish: tp 1 sets the flag its tp peer reads, its breakpoint is cleared
+    where = {"job": job.job_id, "ranks": "tp=1"}
+    bridge.post("/api/v1/evaluate", {"expression": "self.finish = 1", "filter": where})
+    cleared = bridge.put("/api/v1/line-breakpoints", {**ranked, "breakpoints": []})
+    assert sorted(ranks[w["id"]] for w in cleared["workers"]) == [1, 3]
+    bridge.post("/api/v1/continue", {"filter": where})
+    assert job.result() == "[0, 10, 20, 30]"

@@ -61,6 +61,9 @@ def test_a_view_token_is_offered_only_what_reads() -> None:
         ("clear_capture_point", {"point": "../../etc"}),
         ("set_capture_point", {"path": "/a.py", "line": 3, "most": 0}),
         ("clear_breakpoints", {"path": "../train.py"}),
+        ("set_breakpoints", {"path": "/a.py", "lines": [3], "ranks": "tp=1"}),  # of which job?
+        ("set_breakpoints", {"path": "/a.py", "lines": [3], "job": "02", "ranks": "tp=(1"}),
+        ("clear_breakpoints", {"path": "/a.py", "job": "02", "ranks": "1-0"}),
     ],
 )
 def test_arguments_outside_the_schema_are_refused(tool: str, arguments: dict[str, object]) -> None:

@@ -1,0 +1,46 @@
+"""Four live Ray actors on a 2 x 2 (dp, tp) DeviceMesh over gloo, each looping: an all_reduce
+along tp of its ``finish`` flag, then a step. A tp group ends once either of its ranks has
+``finish`` set (a debugger sets it); each rank returns its rank * 10."""
+
+import datetime
+import time
+
+import ray
+
+from raydap.bridge.client.ports import free_port  # the master's port, taken by no lane meanwhile
+
+ray.init(runtime_env={"worker_process_setup_hook": "raydap.live.setup"})
+print("JOB", ray.get_runtime_context().get_job_id(), flush=True)
+
+
+@ray.remote(num_cpus=0.25)
+class Rank:
+    def __init__(self, rank, port):
+        import torch.distributed as dist
+        from torch.distributed.device_mesh import init_device_mesh
+
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=4,
+            timeout=datetime.timedelta(seconds=120),
+        )  # fmt: skip
+        self.mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+        self.rank = rank
+        self.finish = 0
+
+    def run(self):
+        import torch
+        import torch.distributed as dist
+
+        steps = 0
+        while True:
+            flag = torch.tensor([float(self.finish)])
+            dist.all_reduce(flag, group=self.mesh.get_group("tp"))
+            if flag.item() > 0:
+                return self.rank * 10
+            steps += 1  # BREAK loop
+            time.sleep(0.05)
+
+
+port = free_port()
+ranks = [Rank.remote(rank, port) for rank in range(4)]
+print("RESULT", ray.get([r.run.remote() for r in ranks]), flush=True)
