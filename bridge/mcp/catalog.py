@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from raydap.bridge.workers.filters import WorkerFilter, rank_set
-from raydap.bridge.workers.rank_sets import MAX_TEXT
+from raydap.bridge.workers.filters import RankSetText, WorkerFilter
 
 #: Longest a call may wait for workers (``wait_for_pause``, ``step``), in seconds.
 MAX_WAIT_S = 120.0
@@ -82,14 +81,8 @@ class Variables(Arguments):
     frame: int = Frame
 
 
-def _a_rank_set(text: str) -> str:
-    rank_set(text)  # says what is wrong, and what one looks like
-    return text
-
-
 #: Breakpoints on a rank set only (the job's other ranks never get them).
-RankSetText = Annotated[str, AfterValidator(_a_rank_set), Field(
-    max_length=MAX_TEXT,
+RanksOfTheJob = Annotated[RankSetText, Field(
     description="only these ranks of the job: a rank set (0-3,8; tp=1 dp=0; group=mesh_tp:5; "
     "actor), kept apart from the agent's breakpoints for every rank; needs job",
 )]  # fmt: skip
@@ -99,7 +92,7 @@ class OnRanks(Arguments):
     """Breakpoints of a job, or of a rank set of it."""
 
     job: str | None = Field(default=None, max_length=200, description="job id; none: every job")
-    ranks: RankSetText | None = None
+    ranks: RanksOfTheJob | None = None
 
     @model_validator(mode="after")
     def _ranks_of_a_job(self) -> OnRanks:

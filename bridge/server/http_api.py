@@ -29,8 +29,7 @@ from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.server.pdb_relay import NodeIp
 from raydap.bridge.service import Workers
-from raydap.bridge.workers.filters import WorkerFilter, rank_set
-from raydap.bridge.workers.rank_sets import MAX_TEXT
+from raydap.bridge.workers.filters import RankSetText, WorkerFilter
 from raydap.bridge.workers.records import RecordState
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -124,14 +123,7 @@ class LineBreakpointsBody(BaseModel):
     breakpoints: list[LineBreakpoint] = Field(max_length=1000)
     #: Only for these ranks (a rank set, docs/rank-sets.md): kept apart from the caller's
     #: breakpoints for every rank, and given to ranks known later.
-    ranks: str | None = Field(default=None, max_length=MAX_TEXT)
-
-    @field_validator("ranks")
-    @classmethod
-    def _a_rank_set(cls, text: str | None) -> str | None:
-        if text is not None:
-            rank_set(text)  # says what is wrong, and what one looks like
-        return text
+    ranks: RankSetText | None = None
 
 
 def _error(

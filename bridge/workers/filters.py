@@ -5,13 +5,28 @@ from __future__ import annotations
 import functools
 import json
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from raydap.bridge.workers.rank_sets import MAX_TEXT, RankSet
 from raydap.bridge.workers.rank_sets import parse as parse_ranks
 from raydap.bridge.workers.records import BreakpointRecord
+
+
+@functools.lru_cache(maxsize=256)
+def rank_set(text: str) -> RankSet:
+    """The rank set ``text`` says, parsed once for the many workers a command matches."""
+    return parse_ranks(text)
+
+
+def _a_rank_set(text: str) -> str:
+    rank_set(text)  # says what is wrong, and what one looks like
+    return text
+
+
+#: A rank set as every door takes it: its text, checked (docs/rank-sets.md).
+RankSetText = Annotated[str, AfterValidator(_a_rank_set), Field(max_length=MAX_TEXT)]
 
 
 class WorkerFilter(BaseModel):
@@ -25,19 +40,11 @@ class WorkerFilter(BaseModel):
     )
     actor: str | None = Field(default=None, max_length=200, description="actor id or class")
     node: str | None = Field(default=None, max_length=200, description="node id prefix or IP")
-    ranks: str | None = Field(
+    ranks: RankSetText | None = Field(
         default=None,
-        max_length=MAX_TEXT,
         description="a rank set: ranks 0-3,8, mesh coordinates tp=1 dp=0:2, a group "
         "group=mesh_tp:5, a role (actor); terms apart by spaces intersect",
     )
-
-    @field_validator("ranks")
-    @classmethod
-    def _arank_set(cls, text: str | None) -> str | None:
-        if text is not None:
-            rank_set(text)  # says what is wrong, and what one looks like
-        return text
 
     def matches(self, record: BreakpointRecord) -> bool:
         if self.job is not None and record.job_id != self.job:
@@ -51,12 +58,6 @@ class WorkerFilter(BaseModel):
         return self.node is None or (
             record.node_ip == self.node or (record.node_id or "").startswith(self.node)
         )
-
-
-@functools.lru_cache(maxsize=256)
-def rank_set(text: str) -> RankSet:
-    """The rank set ``text`` says, parsed once for the many workers a command matches."""
-    return parse_ranks(text)
 
 
 class BadFilter(ValueError):

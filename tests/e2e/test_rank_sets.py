@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
+from raydap.bridge.client.local_ray import LocalRay
 from raydap.bridge.workers import meshes
-from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line
+from tests.e2e.conftest import JOBS, BridgeProcess, Job, break_line, start_job, stop_job
 from tests.e2e.test_bridge import raydap
 from tests.e2e.test_mcp import agent, call
 from tests.waiting import wait_until
@@ -100,12 +101,20 @@ async def find_on_the_page(bridge: BridgeProcess, browser: object, job_id: str) 
 
 
 def test_a_breakpoint_on_tp_1_stops_exactly_ranks_1_and_3(
-    bridge: BridgeProcess, run_job: Callable[[str], Job]
+    bridge: BridgeProcess, ray_head: LocalRay
 ) -> None:
     """Set while the ranks run, through the page's and every door's one path (the PUT):
     given to ranks 1 and 3 only, whose tp peers 0 and 2 then wait for them in the all_reduce."""
     pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
-    job = run_job("mesh_loop.py")
+    job = start_job(ray_head.address, "mesh_ranks.py", {"PLAN": "loop"})
+    try:
+        stops_tp_1(bridge, job)
+    finally:
+        stop_job(job)
+
+
+def stops_tp_1(bridge: BridgeProcess, job: Job) -> None:
+    """The test's steps, on the job running (it is stopped whatever they find)."""
 
     def running() -> list[dict[str, object]] | None:
         held = bridge.get(f"/api/v1/workers?job={job.job_id}")["workers"]
@@ -113,7 +122,7 @@ def test_a_breakpoint_on_tp_1_stops_exactly_ranks_1_and_3(
         return ready if len(ready) == 4 else None
 
     wait_until(running, timeout=120, what="four live ranks with their coordinates")
-    path, line = str(JOBS / "mesh_loop.py"), break_line("mesh_loop.py", "loop")
+    path, line = str(JOBS / "mesh_ranks.py"), break_line("mesh_ranks.py", "loop")
     ranked = {"path": path, "job": job.job_id, "ranks": "tp=1"}
     given = bridge.put("/api/v1/line-breakpoints", {**ranked, "breakpoints": [{"line": line}]})
     ranks = {r["id"]: r["rank"] for r in bridge.get(f"/api/v1/workers?job={job.job_id}")["workers"]}

@@ -1,7 +1,12 @@
-"""Four live Ray actors laid out on a 2 x 2 (dp, tp) DeviceMesh over gloo, each stopping at a
-breakpoint() in ``step`` after an all_reduce along tp; returns each rank * 10."""
+"""Four live Ray actors laid out on a 2 x 2 (dp, tp) DeviceMesh over gloo; each returns its
+rank * 10. By default each stops at a breakpoint() in ``step``, after an all_reduce along tp.
+With PLAN=loop each loops instead (``run``): an all_reduce along tp of its ``finish`` flag,
+then a step, with no breakpoint in the code; a tp group ends once either of its ranks has
+``finish`` set (a debugger sets it)."""
 
 import datetime
+import os
+import time
 
 import ray
 
@@ -24,6 +29,7 @@ class Rank:
         )  # fmt: skip
         self.mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
         self.rank = rank
+        self.finish = 0
 
     def step(self):
         import torch
@@ -34,7 +40,21 @@ class Rank:
         breakpoint()  # BREAK step
         return self.rank * 10
 
+    def run(self):
+        import torch
+        import torch.distributed as dist
+
+        steps = 0
+        while True:
+            flag = torch.tensor([float(self.finish)])
+            dist.all_reduce(flag, group=self.mesh.get_group("tp"))
+            if flag.item() > 0:
+                return self.rank * 10
+            steps += 1  # BREAK loop
+            time.sleep(0.05)
+
 
 port = free_port()
 ranks = [Rank.remote(rank, port) for rank in range(4)]
-print("RESULT", ray.get([r.step.remote() for r in ranks]), flush=True)
+loop = os.environ.get("PLAN") == "loop"
+print("RESULT", ray.get([(r.run if loop else r.step).remote() for r in ranks]), flush=True)
