@@ -394,14 +394,7 @@ class Workers:
                 raise WorkerError("breakpoints on a rank set need the job", Kind.INVALID)
             ranked = RankedLines(job, path, ranks, tuple(specs))
             return [BreakpointsGiven.of(r, g) for r, g in await self.ranked.give(owner, ranked)]
-        chosen = [
-            (r, u)
-            for r in self.holder.registry.records()
-            if r.live
-            and (job is None or r.job_id == job)
-            and (u := self.holder.upstreams.get(r.id)) is not None
-            and u.state in (State.RUNNING, State.STOPPED)
-        ]
+        chosen = self.holder.live_upstreams(job)
         if not chosen:
             where = f"job {job}" if job else "any job"
             raise WorkerError(

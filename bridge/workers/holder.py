@@ -123,6 +123,18 @@ class Holder:
         #: Told of a paused worker whose debug port refuses (see :mod:`.rescue`).
         self.on_refused: Callable[[BreakpointRecord], object] | None = None
 
+    def live_upstreams(self, job: str | None) -> list[tuple[BreakpointRecord, Upstream]]:
+        """The live workers of ``job`` (of every job: None) held and reachable now, each with
+        its upstream: those a breakpoint for the job is given to."""
+        return [
+            (r, u)
+            for r in self.registry.records()
+            if r.live
+            and (job is None or r.job_id == job)
+            and (u := self.upstreams.get(r.id)) is not None
+            and u.state in (State.RUNNING, State.STOPPED)
+        ]
+
     # -- discovery side ---------------------------------------------------------------------
 
     def is_known(self, worker_id: str) -> bool:

@@ -17,15 +17,21 @@ here, and the rank's number says it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from raydap.bridge.workers.rank_sets import RankFacts
+from raydap.bridge.workers.rank_sets import NAME, RankFacts
 from raydap.protocol.collectives import GroupInfo, Identity, Span
 
 #: How torch describes a mesh dimension's group: ``mesh_<dim>``.
 PREFIX = "mesh_"
+#: What one record carries at most: meshes, dimensions each, and runs of ranks a dimension's
+#: group is (a mesh dimension's group is one run, strided or not; a few where a job maps ranks).
+MAX_MESHES, MAX_AXES, MAX_SPANS = 16, 16, 64
+#: A dimension's name as rank sets write it (``tp``, ``dim_0``).
+_DIM = re.compile(NAME)
 #: The copy of the default group torch makes for a dimension spanning the world (CUDA with a
 #: gloo default group): it says no dimension.
 WHOLE_WORLD = "mesh_default"
@@ -66,7 +72,10 @@ class MeshPlace(BaseModel):
 
 
 def places(identity: Identity) -> tuple[MeshPlace, ...]:
-    """Where ``identity``'s rank sits in each mesh its groups describe (none: no mesh)."""
+    """Where ``identity``'s rank sits in each mesh its groups describe (none: no mesh). A
+    worker's groups are its own say: every record carries this to every client, so it is
+    bounded (:data:`MAX_MESHES` meshes of :data:`MAX_AXES` dimensions; a dimension with a
+    name a rank set cannot write, or of over :data:`MAX_SPANS` runs, is left out)."""
     meshes: list[list[MeshAxis]] = [[]]
     for group in identity.groups:
         axis = _axis(group, identity.rank)
@@ -78,9 +87,8 @@ def places(identity: Identity) -> tuple[MeshPlace, ...]:
             meshes.append(current := [])
         current.append(axis)
     # Built from a checked identity: not checked again (a thousand ranks say theirs at once)
-    return tuple(
-        MeshPlace.model_construct(mesh=i, axes=tuple(axes)) for i, axes in enumerate(meshes) if axes
-    )
+    found = [axes[:MAX_AXES] for axes in meshes if axes][:MAX_MESHES]
+    return tuple(MeshPlace.model_construct(mesh=i, axes=tuple(a)) for i, a in enumerate(found))
 
 
 def _axis(group: GroupInfo, rank: int) -> MeshAxis | None:
@@ -90,6 +98,8 @@ def _axis(group: GroupInfo, rank: int) -> MeshAxis | None:
     if coord is None:
         return None
     dim = group.desc.removeprefix(PREFIX)
+    if not _DIM.fullmatch(dim) or len(group.spans) > MAX_SPANS:
+        return None
     return MeshAxis.model_construct(
         dim=dim, coord=coord, size=group.size, group=group.name, spans=group.spans
     )

@@ -31,11 +31,12 @@ SYNTAX = (
     "description and one of its ranks group=mesh_tp:5; a role actor (or role=actor)"
 )
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}"
+#: A dimension, group description or role as a rank set writes it.
+NAME = r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}"
 _RANKS = re.compile(r"(\d+)(?:-(\d+))?")
-_GROUP = re.compile(rf"group=({_NAME}):(\d+)")
-_COORD = re.compile(rf"({_NAME})=(\(\s*\d+(?:\s*,\s*\d+)*\s*\)|\d*:\d*|\d+)")
-_ROLE = re.compile(rf"(?:role=)?({_NAME})")
+_GROUP = re.compile(rf"group=({NAME}):(\d+)")
+_COORD = re.compile(rf"({NAME})=(\(\s*\d+(?:\s*,\s*\d+)*\s*\)|\d*:\d*|\d+)")
+_ROLE = re.compile(rf"(?:role=)?({NAME})")
 
 
 class RankSetError(ValueError):

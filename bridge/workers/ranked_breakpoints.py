@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from raydap.adapter import State, Upstream
+from raydap.adapter import Upstream
 from raydap.adapter.breakpoints import Spec
 from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.workers.filters import rank_set
@@ -72,19 +72,9 @@ class RankedBreakpoints:
             while len(self.kept) > MAX_KEPT:
                 log.warning("rank-set breakpoints dropped (over %d kept): %s", MAX_KEPT,
                             self.kept.pop(next(iter(self.kept))))  # fmt: skip
-        chosen = self._live(lines.job)
+        chosen = self.holder.live_upstreams(lines.job)
         given = await asyncio.gather(*(self._give(u, owner, lines, r) for r, u in chosen))
         return [(r, g) for (r, _), g in zip(chosen, given, strict=True) if g is not None]
-
-    def _live(self, job: str) -> list[tuple[BreakpointRecord, Upstream]]:
-        return [
-            (r, u)
-            for r in self.holder.registry.records()
-            if r.live
-            and r.job_id == job
-            and (u := self.holder.upstreams.get(r.id)) is not None
-            and u.state in (State.RUNNING, State.STOPPED)
-        ]
 
     async def _give(
         self,

@@ -73,6 +73,11 @@ def test_http_needs_a_token_and_view_tokens_only_look(secured: BridgeProcess) ->
     assert get(secured, "/api/v1/breakpoints", BOB) == 200
     assert get(secured, f"/api/v1/breakpoints/{rid}/continue", BOB, b"{}") == 403
     assert get(secured, "/api/v1/evaluate", BOB, b'{"expression": "1"}') == 403
+    # Rank sets: a view token looks through one, and sets no breakpoint on one
+    assert get(secured, "/api/v1/workers?ranks=tp%3D1%20dp%3D0", BOB) == 200
+    assert get(secured, "/api/v1/workers?ranks=tp%3D(1", BOB) == 400
+    ranked = b'{"path": "/a.py", "job": "01", "ranks": "tp=1", "breakpoints": [{"line": 3}]}'
+    assert get(secured, "/api/v1/line-breakpoints", BOB, ranked, "PUT") == 403
     bob = {"name": "bob", "role": "view", "runs_code": False}
     alice = {"name": "alice", "role": "debug", "runs_code": True}
     for secret, who in ((BOB, bob), (ALICE, alice)):

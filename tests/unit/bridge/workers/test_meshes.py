@@ -118,3 +118,18 @@ def test_without_a_mesh_a_rank_is_its_number() -> None:
     assert meshes.places(bare) == ()
     facts = meshes.facts(3, None, ())
     assert parse("2-3").matches(facts) and not parse("tp=0").matches(facts)
+
+
+def test_a_hostile_workers_groups_make_a_bounded_mesh_field() -> None:
+    """What a worker says is its own say, and every record goes to every client."""
+    odd = [GroupInfo(name=str(i), desc=f"mesh_d{i}", spans=((3, 4, 1),)) for i in range(40)]
+    odd += [
+        GroupInfo(name="x", desc="mesh_<img src=x onerror=alert(1)>", spans=((3, 4, 1),)),
+        GroupInfo(name="y", desc="mesh_many", spans=tuple((r, r + 1, 1) for r in range(100))),
+    ]
+    found = meshes.places(Identity(rank=3, world_size=200, groups=tuple(odd)))
+    assert len(found) <= meshes.MAX_MESHES
+    assert all(len(place.axes) <= meshes.MAX_AXES for place in found)
+    dims = {axis.dim for place in found for axis in place.axes}
+    assert "many" not in dims and not any("<" in dim for dim in dims)
+    assert meshes.text(found).split()[0] == "d0=0"  # the rest still named, as rank sets write
