@@ -53,6 +53,11 @@ LIFETIME = 3600.0
 #: What a point may ask beside its line and condition, and what the worker reads.
 LIMIT_FIELDS = ("interval", "most", "budget_ms", "until")
 FILTER_FIELDS = ("rank", "job")
+#: Whom a point is given to, read by the bridge and never sent to a worker: a rank set's text
+#: (parsed by the bridge alone, which gives the point only to the ranks it names).
+GIVEN_TO_FIELDS = ("ranks",)
+#: The longest rank set a point keeps (the bridge's doors refuse a longer one first).
+MAX_RANKS_TEXT = 1000
 #: Set by the bridge for every point (``raydap serve --redact``), never by a client.
 REDACTION_FIELDS = ("secret_names", "secret_values")
 _WORKER_FIELDS = ("id", "condition", *LIMIT_FIELDS, *FILTER_FIELDS, *REDACTION_FIELDS)
@@ -67,8 +72,11 @@ def point_id(path: str, breakpoint: Mapping[str, Any]) -> str:
     settings = breakpoint.get(SETTINGS)
     asked = {
         "path": path, "line": breakpoint.get("line"), "condition": breakpoint.get("condition"),
-        **{k: settings.get(k) for k in FILTER_FIELDS if isinstance(settings, dict)},
+        **({k: settings.get(k) for k in FILTER_FIELDS} if isinstance(settings, dict) else {}),
     }  # fmt: skip
+    for k in GIVEN_TO_FIELDS:  # only where set: a point on every rank keeps the id it had
+        if isinstance(settings, dict) and settings.get(k) is not None:
+            asked[k] = settings[k]
     digest = hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
     return f"cp-{digest[:10]}"
 
@@ -114,6 +122,9 @@ def _valid(asked: Mapping[str, Any]) -> dict[str, Any]:
         valid["rank"] = rank
     if isinstance(job, str) and 0 < len(job) <= 64:
         valid["job"] = job
+    ranks = asked.get("ranks")
+    if isinstance(ranks, str) and 0 < len(ranks) <= MAX_RANKS_TEXT:
+        valid["ranks"] = ranks
     return valid
 
 

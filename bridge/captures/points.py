@@ -5,6 +5,10 @@ kept here: each owner's points per file, given to every live worker held now and
 held later (into the worker's one owner of breakpoints, so that a session setting breakpoints
 in the same file never erases them), and written to ``points.json`` in the captures directory
 so that a bridge that restarts or replaces another gives them again.
+
+A point on a rank set (its ``ranks``) is given only to the ranks the set names; a rank whose
+rank or coordinates are learned later is given it then (or has it taken back), as breakpoints
+on a rank set are (:mod:`raydap.bridge.workers.ranked_breakpoints`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from raydap.adapter import State, Upstream
 from raydap.adapter.breakpoints import spec_of
 from raydap.adapter.capture_points import MODE, SETTINGS, point_id, tag
 from raydap.adapter.errors import Kind, WorkerError
+from raydap.bridge.workers.filters import rank_set
 from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.rank_sets import RankSetError
+from raydap.bridge.workers.records import BreakpointRecord
 from raydap.live import private
 
 log = logging.getLogger(__name__)
@@ -37,6 +44,7 @@ class Points:
         #: owner -> path -> breakpoint objects (tagged: each with its settings and id).
         self._points: dict[str, dict[str, list[dict[str, Any]]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        holder.process_groups.on_identified.append(self._identified)
 
     def all(self) -> list[tuple[str, str, dict[str, Any]]]:
         """Every point kept here: (owner, path, breakpoint object)."""
@@ -86,25 +94,39 @@ class Points:
         return True
 
     def held(self, rid: str, upstream: Upstream) -> None:
-        """A live worker is held: it gets every point kept here."""
+        """A live worker is held: it gets every point kept here (its rank's)."""
         for owner, paths in self._points.items():
             for path in paths:
-                task = asyncio.ensure_future(self._give(upstream, owner, path))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._give(upstream, rid, owner, path))
+
+    def _identified(self, rid: str) -> None:
+        """A rank said who it is: the points on rank sets are given or taken back as its
+        rank and coordinates now match."""
+        upstream = self.holder.upstreams.get(rid)
+        if upstream is None:
+            return
+        for owner, path in {(o, p) for o, p, point in self.all() if _ranks(point)}:
+            self._spawn(self._give(upstream, rid, owner, path))
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _give_everywhere(self, owner: str, path: str) -> None:
-        upstreams = [
-            u
+        chosen = [
+            (r.id, u)
             for r in self.holder.registry.records()
             if r.live and (u := self.holder.upstreams.get(r.id)) is not None
         ]
-        await asyncio.gather(*(self._give(u, owner, path) for u in upstreams))
+        await asyncio.gather(*(self._give(u, rid, owner, path) for rid, u in chosen))
 
-    async def _give(self, upstream: Upstream, owner: str, path: str) -> None:
-        if upstream.state not in (State.RUNNING, State.STOPPED):
+    async def _give(self, upstream: Upstream, rid: str, owner: str, path: str) -> None:
+        record = self.holder.registry.get(rid)
+        if upstream.state not in (State.RUNNING, State.STOPPED) or record is None:
             return
-        specs = [spec_of(p) for p in self._points.get(owner, {}).get(path, [])]
+        points = self._points.get(owner, {}).get(path, [])
+        specs = [spec_of(p) for p in points if _given_to(p, record)]
         given = await upstream.breakpoints.give(
             owner, ("setBreakpoints", path), specs, {"source": {"path": path}}, beside_kept=True
         )
@@ -153,3 +175,20 @@ class Points:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+
+
+def _ranks(point: dict[str, Any]) -> str | None:
+    ranks = point[SETTINGS].get("ranks")
+    return ranks if isinstance(ranks, str) else None
+
+
+def _given_to(point: dict[str, Any], record: BreakpointRecord) -> bool:
+    """Whether a worker gets the point: every worker, or a rank its rank set names (one kept
+    from a bridge whose rank sets read otherwise goes to none)."""
+    ranks = _ranks(point)
+    if ranks is None:
+        return True
+    try:
+        return rank_set(ranks).matches(record.rank_facts())
+    except RankSetError:
+        return False

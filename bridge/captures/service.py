@@ -32,6 +32,8 @@ class CapturePoint(BaseModel):
     line: int
     condition: str | None = None
     rank: int | None = None
+    #: The rank set it is given to (docs/rank-sets.md); None: every rank.
+    ranks: str | None = None
     job: str | None = None
     #: Who set it: the owner's name, or "a DAP session" for an editor's or debugger's.
     owner: str
@@ -94,6 +96,7 @@ class CaptureService:
                     owner=owner,
                     condition=_user_condition(point, settings),
                     rank=settings.get("rank"),
+                    ranks=settings.get("ranks"),
                     job=settings.get("job"),
                     interval=settings.get("interval", 0),
                     most=settings.get("most", 0),
@@ -114,12 +117,17 @@ class CaptureService:
         *,
         condition: str | None = None,
         rank: int | None = None,
+        ranks: str | None = None,
         job: str | None = None,
         limits: dict[str, float] | None = None,
     ) -> CapturePoint:
+        """A point kept here and given to every live worker (with ``ranks``, a rank set the
+        door checked: to the ranks it names)."""
         settings: dict[str, Any] = {**(limits or {})}
         if rank is not None:
             settings["rank"] = rank
+        if ranks is not None:
+            settings["ranks"] = ranks
         if job is not None:
             settings["job"] = job
         point = await self.points.add(owner, path, line, condition, settings)

@@ -33,6 +33,10 @@ def add_parsers(commands: Any) -> None:
     capture.add_argument("--if", dest="condition", metavar="EXPR", help="only when this is true")
     capture.add_argument("--job", help="only workers of this job id")
     capture.add_argument("--rank", type=int, help="only this torch.distributed rank")
+    capture.add_argument(
+        "--ranks",
+        help="only the ranks of this rank set: 0-3, tp=1, 'pp=1 dp=0' (docs/rank-sets.md)",
+    )
     capture.add_argument("--interval", type=float, help="seconds between two captures of a worker")
     capture.add_argument("--most", type=int, help="captures of one worker at most")
     capture.add_argument("--budget-ms", type=float, metavar="MS", help="CPU ms a capture may cost")
@@ -67,7 +71,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if not path or not line.isdigit():
         raise SystemExit(f"raydap capture: say where as PATH:LINE, not {args.where!r}")
     body: dict[str, Any] = {"path": path, "line": int(line)}
-    asked = {"condition": args.condition, "job": args.job, "rank": args.rank,
+    asked = {"condition": args.condition, "job": args.job, "rank": args.rank, "ranks": args.ranks,
              "interval": args.interval, "most": args.most, "budget_ms": args.budget_ms,
              "expires_in": args.expires}  # fmt: skip
     body.update({k: v for k, v in asked.items() if v is not None})
@@ -100,7 +104,7 @@ def points_table(points: list[dict[str, Any]]) -> str:
     lines = []
     for p in points:
         state = "off: " + p["disabled"] if p["disabled"] else "expired" if p["expired"] else "on"
-        only = "".join(f" {k}={p[k]}" for k in ("job", "rank") if p[k] is not None)
+        only = "".join(f" {k}={p[k]}" for k in ("job", "rank", "ranks") if p.get(k) is not None)
         condition = f" if {p['condition']}" if p["condition"] else ""
         lines.append(f"{p['id']}  {p['path']}:{p['line']}{condition}{only}  "
                      f"{p['captures']} captured  {state}  ({p['owner']})")  # fmt: skip

@@ -130,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     stacks.add_argument(
         "--all-frames", action="store_true", help="Ray's and Python's own frames too"
     )
+    stacks.add_argument(
+        "--by", metavar="DIM",
+        help="one tree per coordinate along a mesh dimension (pp: where each stage is)",
+    )  # fmt: skip
     stacks.add_argument("--json", action="store_true", help="the API's answer as JSON")
     hangs = commands.add_parser(
         "hangs",
@@ -313,7 +317,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 def cmd_stacks(args: argparse.Namespace) -> int:
     flags = [f for f in ("all_threads", "locals", "native", "all_frames") if getattr(args, f)]
-    query = {**_filter(args), **dict.fromkeys(flags, "1")}
+    query = {**_filter(args), **dict.fromkeys(flags, "1"), **({"by": args.by} if args.by else {})}
     answer = ApiClient(timeout=120).get("/api/v1/stacks?" + urllib.parse.urlencode(query))
     print(json.dumps(answer, indent=2) if args.json else stack_tree(answer))
     return 0

@@ -61,18 +61,12 @@ def _locals_lines(node: dict[str, Any], names: dict[str, str], prefix: str) -> l
     return lines
 
 
-def stack_tree(answer: dict[str, Any]) -> str:
-    """The merged stacks of ``/api/v1/stacks`` as a tree: each frame with its worker count,
-    the ranks (or ids) where a group is small, locals where read; then what could not be
-    read."""
-    tree = answer.get("tree") or {}
-    count = len(tree.get("workers", []))
-    names = _rank_names(answer)
-    lines = (
-        [f"{count} worker{'s' if count != 1 else ''}"] if count else ["no worker is running a task"]
-    )
-    if count and not answer.get("all_frames", True):
-        lines[0] += " (Ray's and Python's own frames folded: --all-frames shows them)"
+def _tree_lines(
+    tree: dict[str, Any], names: dict[str, str], count: int, indent: str = ""
+) -> list[str]:
+    """One line per frame of a merged tree, its workers named where they are fewer than all
+    ``count`` (or one)."""
+    lines: list[str] = []
 
     def walk(node: dict[str, Any], prefix: str, last: bool) -> None:
         workers = node.get("workers", [])
@@ -91,7 +85,31 @@ def stack_tree(answer: dict[str, Any]) -> str:
 
     children = tree.get("children", [])
     for index, child in enumerate(children):
-        walk(child, "", index == len(children) - 1)
+        walk(child, indent, index == len(children) - 1)
+    return lines
+
+
+def stack_tree(answer: dict[str, Any]) -> str:
+    """The merged stacks of ``/api/v1/stacks`` as a tree: each frame with its worker count,
+    the ranks (or ids) where a group is small, locals where read; then what could not be
+    read. Asked ``by`` a mesh dimension: one tree per coordinate along it."""
+    tree = answer.get("tree") or {}
+    count = len(tree.get("workers", []))
+    names = _rank_names(answer)
+    lines = (
+        [f"{count} worker{'s' if count != 1 else ''}"] if count else ["no worker is running a task"]
+    )
+    if count and not answer.get("all_frames", True):
+        lines[0] += " (Ray's and Python's own frames folded: --all-frames shows them)"
+    groups = answer.get("groups")
+    if groups is None:
+        lines += _tree_lines(tree, names, count)
+    for group in groups or []:
+        by, coord = answer.get("by"), group.get("coord")
+        at = f"{by}={coord}" if coord is not None else f"no {by} coordinate"
+        shown = group.get("workers", [])
+        lines.append(f"{at}: {len(shown)} worker{'s' if len(shown) != 1 else ''}")
+        lines += _tree_lines(group.get("tree") or {}, names, count, "  ")
     for failure in answer.get("failed", []):
         lines.append(f"not read: {failure.get('id')}: {failure.get('reason')}")
     return "\n".join(lines)
@@ -118,15 +136,26 @@ def hang_report(answer: dict[str, Any], now: float | None = None) -> str:
     return "\n".join(lines)
 
 
+def _group_ranks(found: dict[str, Any], key: str) -> str:
+    """The verdict's ranks of its group; a mesh group's as global ranks, as its summary says
+    them (those past the first ``group_ranks`` as the group's own, ``#20``)."""
+    ranks: list[int] = found[key]
+    named = (found.get("group_ranks") or []) if found.get("mesh_dim") else []
+    return ", ".join(str(named[r]) if r < len(named) else f"#{r}" if named else str(r)
+                     for r in ranks) or "none"  # fmt: skip
+
+
 def _verdict_lines(job: dict[str, Any]) -> list[str]:
     lines = [f"  {job['summary']}"]
     found = job.get("collective")
     if found:
-        waiting = ", ".join(map(str, found["waiting"])) or "none"
+        waiting, missing = _group_ranks(found, "waiting"), _group_ranks(found, "missing")
+        group = f"group {found['group']} ({found.get('group_desc') or '-'})"
+        if found.get("mesh_dim"):
+            group = f"the {found['mesh_dim']} group, {group}, global ranks"
         lines.append(
-            f"  collective: {found['op']} #{found['seq']} in group {found['group']} "
-            f"({found.get('group_desc') or '-'}): waiting {waiting}; "
-            f"missing {', '.join(map(str, found['missing'])) or 'none'}"
+            f"  collective: {found['op']} #{found['seq']} in {group}: waiting {waiting}; "
+            f"missing {missing}"
         )
         for odd in found.get("mismatch", []):
             at = f" at {_short_path(odd['path'], 60)}:{odd['line']}" if odd.get("path") else ""

@@ -18,7 +18,8 @@ state says ``completed`` (NCCL), when torch retired it (gloo), or when the group
 it completed.
 
 A job may hold several worlds (verl's worker groups each have a rank 0): groups are told apart
-by the store their world met at. Ranks in a verdict are ranks of its group.
+by the store their world met at. Ranks in a verdict's fields are ranks of its group; its
+summary names a device mesh's group by its global ranks, and its ranks the same way.
 """
 
 from __future__ import annotations
@@ -345,34 +346,46 @@ def _verdict(
         group_ranks=list(itertools.islice((r for s in info.spans for r in range(*s)), SHOWN_RANKS)),
         summary="",
     )  # fmt: skip
-    return collective.model_copy(update={"summary": summary(collective, agreeing)})
+    # A mesh group is labelled with its global ranks: the summary names ranks the same way
+    names = info.ranks() if collective.mesh_dim is not None else None
+    return collective.model_copy(update={"summary": summary(collective, agreeing, names)})
 
 
-def summary(collective: Collective, agreeing: dict[int, Entry] | None = None) -> str:
-    """One line: ``all_reduce #10 (default_pg): rank 2 never joined (its last: #9)``."""
+def summary(
+    collective: Collective,
+    agreeing: dict[int, Entry] | None = None,
+    names: Sequence[int] | None = None,
+) -> str:
+    """One line: ``all_reduce #10 (default_pg): rank 2 never joined (its last: #9)``. Ranks
+    are the group's, or with ``names`` (the group's global ranks, in group order) global:
+    ``all_reduce #3 (the tp group [2, 3]): rank 3 never joined``."""
+
+    def said(ranks: Iterable[int]) -> str:
+        return ranks_text(names[r] for r in ranks) if names else ranks_text(ranks)
+
     where = f"{collective.op} #{collective.seq} ({group_label(collective)})"
     parts = []
     if collective.missing:
         lasts = {m.rank: m.last for m in collective.members}
         seen = ", ".join(_number(lasts.get(r)) for r in collective.missing)
         whose = "its" if len(collective.missing) == 1 else "their"
-        parts.append(f"{ranks_text(collective.missing)} never joined ({whose} last: {seen})")
-    others = ranks_text(sorted(agreeing or {})) if agreeing else "the others"
+        parts.append(f"{said(collective.missing)} never joined ({whose} last: {seen})")
+    others = said(sorted(agreeing or {})) if agreeing else "the others"
     for odd in collective.mismatch:
         at = f" at {short_path(odd.path)}:{odd.line}" if odd.path else ""
         if odd.op != collective.op:
-            parts.append(f"rank {odd.rank} called {odd.op}{at} where {others} called "
+            parts.append(f"{said([odd.rank])} called {odd.op}{at} where {others} called "
                          f"{collective.op}")  # fmt: skip
         else:
-            parts.append(f"rank {odd.rank} called {odd.op}{at} on {_tensors(odd)} where "
+            parts.append(f"{said([odd.rank])} called {odd.op}{at} on {_tensors(odd)} where "
                          f"{others} did not")  # fmt: skip
     if not parts:
-        waiting = ranks_text(collective.waiting) if collective.waiting else "no rank"
+        waiting = said(collective.waiting) if collective.waiting else "no rank"
         verb = f"{waiting} wait{'s' if len(collective.waiting) == 1 else ''}"
         unread = [m.rank for m in collective.members if m.worker is None]
         if unread:  # never "none missing" while a rank of the group was not read
             them = "that rank" if len(unread) == 1 else "those ranks"
-            parts.append(f"{verb}; {ranks_text(unread)} unread (no live worker is {them})")
+            parts.append(f"{verb}; {said(unread)} unread (no live worker is {them})")
         else:
             parts.append(f"{verb}, none missing")
     return f"{where}: " + "; ".join(parts)

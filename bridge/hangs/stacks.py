@@ -20,8 +20,9 @@ from raydap.bridge.cluster.pyspy import Frame, main_thread, short
 from raydap.bridge.cluster.remote_stacks import Reading, RemoteStacks, Target
 from raydap.bridge.hangs.frames import fold
 from raydap.bridge.hangs.live_stacks import read_running
+from raydap.bridge.hangs.stack_groups import by_coordinate
 from raydap.bridge.hangs.stack_tree import MAX_FRAMES, innermost_first, merge
-from raydap.bridge.workers import ranks
+from raydap.bridge.workers import meshes, ranks
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.naming import from_task
@@ -50,6 +51,8 @@ class StackOptions:
     all_frames: bool = False
     #: What locals hide, for every role (py-spy's reprs hold what the program holds).
     redactor: Redactor = DEFAULT_REDACTOR
+    #: A mesh dimension (``pp``): the stacks merged apart for each coordinate along it too.
+    by: str | None = None
 
     @property
     def py_spy_flags(self) -> tuple[str, ...]:
@@ -200,7 +203,8 @@ async def stacks(
     """``{"tree", "workers", "failed", "all_frames"}`` for the held workers the filter
     matches and (with ``remote``) every other worker running a task, read in parallel; a
     worker that cannot be read is listed under ``failed`` with the reason. With
-    ``all_threads``, each thread of a running worker is its own stack, named ``ID/thread``."""
+    ``all_threads``, each thread of a running worker is its own stack, named ``ID/thread``.
+    With ``by``, also ``"groups"``: the trees of each coordinate along that dimension."""
     paused = _paused(holder)
     held = [r for r in holder.registry.records() if r.id in paused and where.matches(r)]
     running, unlisted = await running_workers(holder, where, remote) if remote else ([], None)
@@ -240,12 +244,18 @@ async def stacks(
     shown = {key.split("/", 1)[0] for key in read}
     if options.locals:
         read = {key: _redacted(frames, options.redactor) for key, frames in read.items()}
-    return {
+    workers = [r for r in (*held, *shown_running) if r.id in shown]
+    answer: dict[str, Any] = {
         "tree": merge(read).model_dump(exclude_none=True),
-        "workers": [r.model_dump(mode="json") for r in (*held, *shown_running) if r.id in shown],
+        "workers": [r.model_dump(mode="json") for r in workers],
         "failed": failed,
         "all_frames": options.all_frames,
     }
+    if options.by is not None:
+        coords = {r.id: meshes.coordinate(r.mesh, options.by) for r in workers}
+        answer["by"] = options.by
+        answer["groups"] = [g.model_dump(exclude_none=True) for g in by_coordinate(read, coords)]
+    return answer
 
 
 def _redacted(frames: list[Frame], redactor: Redactor) -> list[Frame]:

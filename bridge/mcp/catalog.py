@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raydap.bridge.workers.filters import RankSetText, WorkerFilter
+from raydap.bridge.workers.meshes import DimText
 
 #: Longest a call may wait for workers (``wait_for_pause``, ``step``), in seconds.
 MAX_WAIT_S = 120.0
@@ -57,6 +58,11 @@ class ListWorkers(Arguments):
 class Stacks(Arguments):
     filter: WorkerFilter = Field(default_factory=WorkerFilter)
     locals: bool = Field(default=False, description="each frame's local variables too")
+    by: DimText | None = Field(
+        default=None,
+        description="a device-mesh dimension (pp, tp, mesh1.dp): `groups` then holds one "
+        "merged tree per coordinate along it, so you see where each pipeline stage is",
+    )
 
 
 class Hangs(Arguments):
@@ -138,6 +144,9 @@ class SetCapturePoint(Arguments):
     condition: str | None = Field(default=None, max_length=2000, description="capture only if true")
     job: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{1,64}$", description="job id")
     rank: int | None = Field(default=None, ge=0, le=1_000_000, description="only this rank")
+    ranks: RankSetText | None = Field(
+        default=None, description="only the ranks of this rank set (tp=1, 0-3, group=mesh_tp:5)"
+    )
     interval: float | None = Field(default=None, ge=0, le=86_400, description="s between two")
     most: int | None = Field(default=None, ge=1, le=100_000, description="captures a worker")
     budget_ms: float | None = Field(default=None, gt=0, le=60_000, description="CPU ms a capture")

@@ -74,7 +74,9 @@ class Desk:
         return {"workers": chosen, "count": len(chosen)}
 
     async def stacks(self, ask: catalog.Stacks) -> dict[str, Any]:
-        answer = await self.workers.stacks(ask.filter, StackOptions(locals=ask.locals))
+        answer = await self.workers.stacks(ask.filter, StackOptions(locals=ask.locals, by=ask.by))
+        if ask.by is not None:
+            del answer["tree"]  # its groups hold it, apart: an agent's context holds one copy
         answer["workers"] = [  # records, as list_workers shows them
             summary(BreakpointRecord.model_validate(w)) for w in answer.get("workers", [])
         ]
@@ -190,7 +192,7 @@ class Desk:
             limits["until"] = time.time() + ask.expires_in
         point = await self.workers.captures.set_point(
             f"{AGENT} (MCP)", ask.path, ask.line, condition=ask.condition, rank=ask.rank,
-            job=ask.job, limits=limits,
+            ranks=ask.ranks, job=ask.job, limits=limits,
         )  # fmt: skip
         return point.model_dump(mode="json")
 

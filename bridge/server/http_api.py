@@ -29,6 +29,7 @@ from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.page import COOKIE, STATIC_PREFIX
 from raydap.bridge.server.pdb_relay import NodeIp
 from raydap.bridge.service import Workers
+from raydap.bridge.workers import meshes
 from raydap.bridge.workers.filters import RankSetText, WorkerFilter
 from raydap.bridge.workers.records import RecordState
 
@@ -98,6 +99,8 @@ class CapturePointBody(BaseModel):
     condition: str | None = Field(None, min_length=1, max_length=2000)
     job: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[0-9a-fA-F]+$")
     rank: int | None = Field(None, ge=0, le=1_000_000)
+    #: Given only to the ranks this rank set names (docs/rank-sets.md).
+    ranks: RankSetText | None = None
     #: Seconds between two captures of one worker at least.
     interval: float | None = Field(None, ge=0, le=86_400)
     #: Captures of one worker at most.
@@ -355,13 +358,20 @@ def _flag(query: dict[str, str], name: str) -> bool:
 async def merged_stacks(request: web.Request) -> web.Response:
     """Every held worker's stack and every running one's, merged. ``all_threads=1``: each
     thread of the running ones; ``locals=1``: every frame's locals; ``native=1``: native
-    frames; ``all_frames=1``: Ray's and Python's own frames too."""
+    frames; ``all_frames=1``: Ray's and Python's own frames too; ``by=pp``: merged apart
+    for each coordinate along that mesh dimension too."""
     query = dict(request.query)
+    by = query.pop("by", None)
+    try:
+        by = None if by is None else meshes.dimension(by)
+    except ValueError as refused:
+        raise _error(web.HTTPBadRequest, f"by: {refused}") from None
     options = stacks.StackOptions(
         all_threads=_flag(query, "all_threads"),
         locals=_flag(query, "locals"),
         native=_flag(query, "native"),
         all_frames=_flag(query, "all_frames"),
+        by=by,
     )
     answer = await request.app[SERVICES].workers.stacks(_filter_in(query), options)
     return web.json_response(answer)
@@ -451,8 +461,8 @@ async def set_capture_point(request: web.Request) -> web.Response:
         limits["until"] = time.time() + body.expires_in
     owner = f"{request[TOKEN].name} (HTTP)"
     point = await request.app[SERVICES].workers.captures.set_point(
-        owner, body.path, body.line, condition=body.condition, rank=body.rank, job=body.job,
-        limits=limits,
+        owner, body.path, body.line, condition=body.condition, rank=body.rank, ranks=body.ranks,
+        job=body.job, limits=limits,
     )  # fmt: skip
     _audit(request, "set capture point", point=point.id, path=body.path, line=body.line,
            condition=body.condition)  # fmt: skip

@@ -1,7 +1,8 @@
 // The Hangs tab: each suspected hang as a grid (GET /api/v1/hangs/{job}/grid): the blamed
 // group's ranks against their last collective numbers, each cell the op a rank called there,
 // coloured by kind. The missing rank's empty cell and the odd rank's op are marked; ranks whose
-// rows agree share one, so a thousand ranks are a few lines; the table scrolls.
+// rows agree share one, so a thousand ranks are a few lines; the table scrolls. Rows name global
+// ranks and the device-mesh coordinates they share.
 'use strict';
 
 const OP_KINDS = {
@@ -42,10 +43,15 @@ function gridCell(cell, ranks, seq) {
 function hangGrid(grid, verdict) {
   const head = el('tr', {}, el('th', { scope: 'col', text: 'Ranks' }),
     ...grid.seqs.map((seq) => el('th', { scope: 'col', class: seq === grid.seq ? 'verdict-seq' : '', text: `#${seq}` })));
-  const rows = grid.rows.map((row) => el('tr', { 'data-ranks': row.ranks.join(' ') },
-    el('th', { scope: 'row', class: 'mono', text: `${rankRuns(row.ranks)}${row.ranks.length > 1 ? ` (${row.ranks.length})` : ''}` },
-      ...(row.ranks.length === 1 && row.workers[0] ? [el('br'), el('span', { class: 'muted', text: row.workers[0] })] : [])),
-    ...row.cells.map((cell, index) => gridCell(cell, row.ranks, grid.seqs[index]))));
+  const rows = grid.rows.map((row) => {
+    const ranks = row.global_ranks || row.ranks; // global: as the summary and the mesh name them
+    const coords = Object.entries(row.coords || {}).map(([dim, coord]) => `${dim}=${coord}`).join(' ');
+    return el('tr', { 'data-ranks': ranks.join(' ') },
+      el('th', { scope: 'row', class: 'mono', text: `${rankRuns(ranks)}${ranks.length > 1 ? ` (${ranks.length})` : ''}` },
+        ...(coords ? [el('br'), el('span', { class: 'coords', text: coords })] : []),
+        ...(ranks.length === 1 && row.workers[0] ? [el('br'), el('span', { class: 'muted', text: row.workers[0] })] : [])),
+      ...row.cells.map((cell, index) => gridCell(cell, ranks, grid.seqs[index])));
+  });
   const parts = [el('p', { class: 'summary', text: grid.summary })];
   if (verdict && verdict.report) {
     parts.push(el('p', {}, el('a', { href: `/api/v1/hangs/${encodeURIComponent(grid.job)}/report.tar.gz`,

@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from raydap.bridge.workers.rank_sets import NAME, RankFacts
 from raydap.protocol.collectives import GroupInfo, Identity, Span
@@ -115,6 +116,23 @@ def text(meshes: Iterable[MeshPlace | Mapping[str, object]]) -> str:
             continue
         words += [f"{name}={coord}" for name, coord in found.coord_names().items()]
     return " ".join(words)
+
+
+def dimension(text: str) -> str:
+    """``text`` as a mesh dimension's name (``pp``, ``mesh1.tp``: as rank sets write it)."""
+    if not _DIM.fullmatch(text):
+        raise ValueError(f"a mesh dimension is a name such as pp or mesh1.tp, not {text[:40]!r}")
+    return text
+
+
+#: A dimension asked for by name, where a door's arguments are a model.
+DimText = Annotated[str, AfterValidator(dimension)]
+
+
+def coordinate(meshes: Iterable[MeshPlace], dim: str) -> int | None:
+    """The coordinate along ``dim`` as rank sets name it (``tp``: the first mesh that has it;
+    ``mesh1.tp``), or None."""
+    return facts(None, None, meshes).coords.get(dim)
 
 
 def facts(rank: int | None, role: str | None, meshes: Iterable[MeshPlace]) -> RankFacts:

@@ -44,6 +44,7 @@ from tests.e2e.conftest import (
     stop_bridge,
     stop_job,
 )
+from tests.e2e.test_mcp import agent, call
 from tests.e2e.test_websockets import ws
 from tests.waiting import until as until_async
 from tests.waiting import wait_until
@@ -513,6 +514,52 @@ async def test_another_op_at_the_same_number_is_named_with_its_call_site(
     await expect(odd_cell).to_have_text("broadcast (odd)", timeout=20_000)
     assert await table.locator("[data-mark]").count() == 1
     await page.close()
+
+
+async def test_a_hang_inside_a_device_meshs_tp_group_is_named_as_the_mesh_names_it(
+    watching_bridge: BridgeProcess, hang_head: LocalRay, browser: object
+) -> None:
+    """A 2 x 2 (dp, tp) DeviceMesh: rank 3 skips the third all_reduce along tp, so its tp peer,
+    rank 2, waits in it. The verdict names the tp group [2, 3] and global ranks, and so do the
+    page's grid (its rows with their coordinates) and an agent."""
+    pytest.importorskip("torch", reason="torch==2.13.0 is in the test extras on Python 3.11")
+    bridge = watching_bridge
+    job = start_job(hang_head.address, "mesh_ranks.py", {"PLAN": "hang"})
+    try:
+        verdict = collective_verdict(bridge, job)
+        found = verdict["collective"]
+        assert (found["group_desc"], found["mesh_dim"], found["group_ranks"]) == (
+            "mesh_tp", "tp", [2, 3],
+        )  # fmt: skip
+        assert (found["waiting"], found["missing"]) == ([0], [1])  # ranks of the tp group
+        seq = found["seq"]
+        said = (
+            f"all_reduce #{seq} (the tp group [2, 3]): rank 3 never joined (its last: #{seq - 1})"
+        )
+        assert said in verdict["summary"], verdict["summary"]
+        assert verdict["stragglers"][0]["rank"] == 3
+
+        async with agent(bridge) as session:
+            hangs = await call(session, "hangs", job=job.job_id)
+        [told] = hangs["jobs"]
+        assert said in told["summary"] and told["collective"]["group_ranks"] == [2, 3]
+
+        from playwright.async_api import Browser, expect
+
+        assert isinstance(browser, Browser)
+        page = await browser.new_page()
+        await page.goto(f"{bridge.url}/?token={bridge.token}")
+        await page.get_by_role("tab", name="Hangs").click()
+        grid = page.get_by_role("table", name=f"Collectives of job {job.job_id}, mesh_tp (gloo)")
+        skipped = grid.locator('tr[data-ranks="3"]')  # global ranks, as the summary says
+        await expect(skipped.locator("td").last).to_have_text("missing", timeout=20_000)
+        await expect(skipped.get_by_role("rowheader")).to_contain_text("dp=1 tp=1")
+        waiting = grid.locator('tr[data-ranks="2"]')
+        await expect(waiting.get_by_role("rowheader")).to_contain_text("dp=1 tp=0")
+        await expect(waiting.locator("td").last).to_have_text("all_reduce")
+        await page.close()
+    finally:
+        stop_job(job)
 
 
 def test_a_progressing_job_is_never_called_hung_and_a_rank_that_dies_is_named_at_once(

@@ -4,6 +4,8 @@ torch made for the mesh, show wherever a rank is named, and aim group commands."
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable
 
 import pytest
@@ -39,6 +41,19 @@ async def test_mesh_coordinates_are_shown_and_continue_ranks_dp_0_lets_exactly_r
     row = next(line for line in listing.stdout.splitlines() if by_rank[1]["id"] in line)
     assert "rank 1 dp=0 tp=1" in row, listing.stdout
 
+    # The merged stacks apart by one dimension: where each dp coordinate stands
+    split = raydap(bridge, "stacks", "--job", job.job_id, "--by", "dp")
+    assert split.returncode == 0, split.stderr
+    printed = split.stdout.splitlines()
+    assert [line for line in printed if line.startswith("dp=")] == [
+        "dp=0: 2 workers", "dp=1: 2 workers",
+    ], split.stdout  # fmt: skip
+    step = f"mesh_ranks.py:{break_line('mesh_ranks.py', 'step')}"
+    stop_lines = [line for line in printed if step in line]
+    assert len(stop_lines) == 2 and "r0 dp=0 tp=0, r1 dp=0 tp=1" in stop_lines[0], split.stdout
+    status, refused = bridge.http_error("GET", f"/api/v1/stacks?job={job.job_id}&by=dp=0")
+    assert status == 400 and "a mesh dimension is a name" in refused["error"], refused
+
     # Every door takes the same rank set: here the HTTP query the page's Find asks
     matched = bridge.get(f"/api/v1/workers?job={job.job_id}&ranks=tp=1")["workers"]
     assert sorted(r["rank"] for r in matched) == [1, 3]
@@ -55,6 +70,11 @@ async def test_mesh_coordinates_are_shown_and_continue_ranks_dp_0_lets_exactly_r
         tp_1 = {"job": job.job_id, "ranks": "tp=1"}
         evaluated = await call(session, "evaluate", expression="self.rank", filter=tp_1)
         assert sorted(r["result"] for r in evaluated["results"]) == ["1", "3"]
+        by_tp = await call(session, "stacks", filter={"job": job.job_id}, by="tp")
+        assert [(g["coord"], len(g["workers"])) for g in by_tp["groups"]] == [(0, 2), (1, 2)]
+        assert {g["coord"]: sorted(g["workers"]) for g in by_tp["groups"]} == {
+            tp: sorted(by_rank[r]["id"] for r in (tp, tp + 2)) for tp in (0, 1)
+        }
 
     went = raydap(bridge, "continue", "--job", job.job_id, "--ranks", "dp=0")
     assert went.returncode == 0, went.stderr
@@ -123,6 +143,7 @@ def stops_tp_1(bridge: BridgeProcess, job: Job) -> None:
 
     wait_until(running, timeout=120, what="four live ranks with their coordinates")
     path, line = str(JOBS / "mesh_ranks.py"), break_line("mesh_ranks.py", "loop")
+    captured_by_dp_1(bridge, job, f"{path}:{line}")
     ranked = {"path": path, "job": job.job_id, "ranks": "tp=1"}
     given = bridge.put("/api/v1/line-breakpoints", {**ranked, "breakpoints": [{"line": line}]})
     ranks = {r["id"]: r["rank"] for r in bridge.get(f"/api/v1/workers?job={job.job_id}")["workers"]}
@@ -146,3 +167,25 @@ def stops_tp_1(bridge: BridgeProcess, job: Job) -> None:
     assert sorted(ranks[w["id"]] for w in cleared["workers"]) == [1, 3]
     bridge.post("/api/v1/continue", {"filter": where})
     assert job.result() == "[0, 10, 20, 30]"
+
+
+def captured_by_dp_1(bridge: BridgeProcess, job: Job, where: str) -> None:
+    """A capture point on the rank set dp=1, set from the command line: given to ranks 2 and 3
+    only, each captured twice (its most), and the others never."""
+    set_it = raydap(bridge, "capture", where, "--job", job.job_id, "--ranks", "dp=1",
+                    "--interval", "0.2", "--most", "2", "--json")  # fmt: skip
+    assert set_it.returncode == 0, set_it.stderr
+    point = json.loads(set_it.stdout)
+    assert point["ranks"] == "dp=1"
+
+    def ranks_captured() -> list[int] | None:
+        found = bridge.get(f"/api/v1/captures?point={point['id']}")["captures"]
+        ranks = sorted(c["rank"] for c in found)
+        return ranks if ranks == [2, 2, 3, 3] else None
+
+    wait_until(ranks_captured, timeout=30, what="two captures of each of ranks 2 and 3")
+    time.sleep(0.5)  # the other ranks pass the line every 0.05 s meanwhile: none of theirs
+    assert ranks_captured() == [2, 2, 3, 3]
+    bad = raydap(bridge, "capture", where, "--ranks", "dp=(1")
+    assert bad.returncode != 0 and "rank set" in bad.stderr, bad.stderr
+    bridge.delete(f"/api/v1/capture-points/{point['id']}")

@@ -1,8 +1,9 @@
 """Four live Ray actors laid out on a 2 x 2 (dp, tp) DeviceMesh over gloo; each returns its
 rank * 10. By default each stops at a breakpoint() in ``step``, after an all_reduce along tp.
-With PLAN=loop each loops instead (``run``): an all_reduce along tp of its ``finish`` flag,
+With PLAN=loop each loops instead (``loop``): an all_reduce along tp of its ``finish`` flag,
 then a step, with no breakpoint in the code; a tp group ends once either of its ranks has
-``finish`` set (a debugger sets it)."""
+``finish`` set (a debugger sets it). With PLAN=hang, rank 3 skips the last of three all_reduces
+along tp: its tp peer, rank 2, waits in it for ever (the others return)."""
 
 import datetime
 import os
@@ -40,7 +41,7 @@ class Rank:
         breakpoint()  # BREAK step
         return self.rank * 10
 
-    def run(self):
+    def loop(self):
         import torch
         import torch.distributed as dist
 
@@ -53,8 +54,16 @@ class Rank:
             steps += 1  # BREAK loop
             time.sleep(0.05)
 
+    def hang(self):
+        import torch
+        import torch.distributed as dist
+
+        for _ in range(2 if self.rank == 3 else 3):
+            dist.all_reduce(torch.ones(1), group=self.mesh.get_group("tp"))  # BREAK hang
+        return self.rank * 10
+
 
 port = free_port()
 ranks = [Rank.remote(rank, port) for rank in range(4)]
-loop = os.environ.get("PLAN") == "loop"
-print("RESULT", ray.get([(r.run if loop else r.step).remote() for r in ranks]), flush=True)
+plan = os.environ.get("PLAN", "step")
+print("RESULT", ray.get([getattr(r, plan).remote() for r in ranks]), flush=True)

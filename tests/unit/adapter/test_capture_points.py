@@ -58,6 +58,19 @@ def test_limits_a_client_asks_are_kept_and_nonsense_is_dropped() -> None:
     assert point_id("/a.py", {**asked, "capture": {"rank": 3}}) != settings["id"]
 
 
+def test_a_rank_set_is_the_bridges_to_read_and_makes_another_point() -> None:
+    asked = {"line": 3, "mode": "capture", "capture": {"ranks": "tp=1"}}
+    too_long = {"line": 3, "mode": "capture", "capture": {"ranks": "0," * 600}}
+
+    [point] = tag("/a.py", [asked])
+    [everyone] = tag("/a.py", [too_long])
+
+    assert point["capture"]["ranks"] == "tp=1" and "ranks" not in everyone["capture"]
+    assert point["capture"]["id"] != point_id("/a.py", {"line": 3, "mode": "capture"})
+    [(_, settings)] = calls_in(for_worker([point])[0][0]["condition"])
+    assert "ranks" not in settings  # the worker is given the point, not whom it is for
+
+
 def calls_in(condition: str) -> list[tuple[str, dict[str, object]]]:
     """The capture points a worker's condition captures: (id, settings) of each hit() call."""
     found = []

@@ -38,3 +38,44 @@ def test_raydap_hangs_prints_each_rank_that_waits_for_a_collective_it_issued() -
         "  waits: rank 3 for all_reduce #9 (nccl) called at /srv/train/nccl_check.py:244, "
         "blocked at /srv/train/nccl_check.py:253"
     ) in printed.splitlines(), printed
+
+
+def test_raydap_hangs_names_a_mesh_groups_ranks_as_its_summary_does() -> None:
+    from raydap.bridge.client.render_stacks import hang_report
+    from raydap.bridge.hangs.desync import judge
+    from tests.unit.bridge.hangs.test_desync import as_tp_group_of_dp_1, recorded
+
+    [found] = judge(as_tp_group_of_dp_1(recorded("skip")))
+    verdict = {"job": "01000000", "state": "suspected_hang", "since": 0.0, "groups": [],
+               "stragglers": [], "summary": found.summary,
+               "collective": found.model_dump(mode="json")}  # fmt: skip
+    printed = hang_report({"jobs": [verdict], "hang_after": 60}, now=100.0).splitlines()
+    assert (
+        "  collective: all_reduce #10 in the tp group, group 0 (mesh_tp), global ranks: "
+        "waiting 4, 5, 7; missing 6"
+    ) in printed, printed
+
+
+def test_raydap_stacks_by_a_dimension_prints_a_tree_per_coordinate() -> None:
+    from raydap.bridge.client.render_stacks import stack_tree
+    from raydap.bridge.cluster.pyspy import Frame
+    from raydap.bridge.hangs.stack_groups import by_coordinate
+    from raydap.bridge.hangs.stack_tree import merge
+
+    def at(line: int) -> list[Frame]:
+        return [Frame(function="step", path="/srv/train.py", line=line)]
+
+    read = {"a1": at(30), "b2": at(30), "c3": at(41)}
+    groups = by_coordinate(read, {"a1": 0, "b2": 0, "c3": 1})
+    answer = {
+        "tree": merge(read).model_dump(exclude_none=True), "all_frames": True, "by": "pp",
+        "workers": [{"id": w, "rank": r} for w, r in (("a1", 0), ("b2", 1), ("c3", 2))],
+        "groups": [g.model_dump(exclude_none=True) for g in groups],
+    }  # fmt: skip
+    assert stack_tree(answer).splitlines() == [
+        "3 workers",
+        "pp=0: 2 workers",
+        "  └─ step  /srv/train.py:30  [2: r0, r1]",
+        "pp=1: 1 worker",
+        "  └─ step  /srv/train.py:41  [1: r2]",
+    ]

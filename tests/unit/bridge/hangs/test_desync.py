@@ -12,7 +12,7 @@ import pytest
 
 from raydap.bridge.hangs.desync import RankDump, judge, ranks_text
 from raydap.live.collectives import spans
-from raydap.protocol.collectives import Reply, read_reply
+from raydap.protocol.collectives import GroupInfo, Reply, read_reply
 
 RECORDINGS = Path(__file__).with_name("recordings")
 
@@ -70,6 +70,32 @@ def test_a_mesh_dimensions_group_is_named_as_the_mesh_names_it_with_its_ranks() 
     assert (verdict.group_size, verdict.group_ranks) == (4, [0, 1, 2, 3])
     assert verdict.summary == (
         "all_reduce #10 (the dp group [0, 1, 2, 3]): rank 2 never joined (its last: #9)"
+    )
+
+
+def as_tp_group_of_dp_1(dumps: list[RankDump]) -> list[RankDump]:
+    """Recorded ranks 0-3 as ranks 4-7 of an eight-rank 2 x 4 (dp, tp) mesh: dp 1, their
+    recorded world group its tp group [4, 5, 6, 7] (their dp groups recorded nothing)."""
+    placed = []
+    for dump in dumps:
+        world = next(g for g in dump.identity.groups if g.desc == "default_pg")
+        rank = dump.identity.rank + 4
+        dp = GroupInfo(name=f"dp{rank - 4}", desc="mesh_dp", spans=((rank - 4, rank + 1, 4),))
+        tp = world.model_copy(update={"desc": "mesh_tp", "spans": ((4, 8, 1),)})
+        identity = dump.identity.model_copy(
+            update={"rank": rank, "world_size": 8, "groups": (dp, tp)}
+        )
+        placed.append(RankDump(dump.worker, identity, dump.recorder))
+    return placed
+
+
+def test_a_mesh_group_of_other_ranks_names_its_ranks_as_global_ranks() -> None:
+    # "rank 2" of the tp group [4, 5, 6, 7] is global rank 6
+    [verdict] = judge(as_tp_group_of_dp_1(recorded("skip")))
+    assert (verdict.missing, verdict.waiting) == ([2], [0, 1, 3])  # the group's own ranks
+    assert [(m.rank, m.global_rank) for m in verdict.members] == [(2, 6)]
+    assert verdict.summary == (
+        "all_reduce #10 (the tp group [4, 5, 6, 7]): rank 6 never joined (its last: #9)"
     )
 
 

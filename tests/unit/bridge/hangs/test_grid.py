@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from raydap.bridge.hangs.desync import judge
 from raydap.bridge.hangs.grid import COLUMNS, Cell, build
-from tests.unit.bridge.hangs.test_desync import nccl_entry, nccl_rank, recorded
+from tests.unit.bridge.hangs.test_desync import (
+    as_tp_group_of_dp_1,
+    nccl_entry,
+    nccl_rank,
+    recorded,
+)
 from tests.unit.bridge.hangs.test_nccl import dumps_of, replies
 
 
@@ -22,6 +27,14 @@ def test_the_rank_that_never_joined_has_the_marked_empty_cell() -> None:
     [others] = [row for row in grid.rows if row.ranks != [2]]
     assert others.ranks == [0, 1, 3]  # the three that agree are one row
     assert others.cells[at] == Cell(op="all_reduce", done=False)  # they wait in it
+
+
+def test_rows_say_their_global_ranks_and_the_mesh_coordinates_they_share() -> None:
+    dumps = as_tp_group_of_dp_1(recorded("skip"))
+    [collective] = judge(dumps)
+    grid = build("01000000", collective, dumps)
+    rows = {tuple(row.ranks): (row.global_ranks, row.coords) for row in grid.rows}
+    assert rows == {(0, 1, 3): ([4, 5, 7], {"dp": 1}), (2,): ([6], {"dp": 1, "tp": 2})}
 
 
 def test_the_rank_that_called_another_op_has_its_odd_op_marked() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -95,6 +96,16 @@ def test_two_meshes_with_the_same_names_are_told_apart_and_the_first_is_bare() -
     assert facts.coords["dp"] == 2 and facts.coords["mesh1.dp"] == 1 and facts.coords["tp"] == 1
     assert parse("dp=2 sp=1").matches(facts) and parse("mesh1.dp=1").matches(facts)
     assert not parse("mesh1.dp=2").matches(facts)
+
+
+def test_a_dimension_asked_for_by_name_gives_the_coordinate_rank_sets_would_match() -> None:
+    places = meshes.places(identity(5, 8, ((4, 2), ("dp", "sp")), ((2, 4), ("dp", "tp"))))
+    asked = {dim: meshes.coordinate(places, meshes.dimension(dim))
+             for dim in ("dp", "mesh1.dp", "tp", "pp")}  # fmt: skip
+    assert asked == {"dp": 2, "mesh1.dp": 1, "tp": 1, "pp": None}
+    for bad in ("", "pp=1", "1pp", "tp group", "x" * 65):
+        with pytest.raises(ValueError, match="a mesh dimension is a name such as pp"):
+            meshes.dimension(bad)
 
 
 def test_a_group_named_by_a_member_matches_the_ranks_of_that_group() -> None:
