@@ -44,7 +44,7 @@ class Points:
         #: owner -> path -> breakpoint objects (tagged: each with its settings and id).
         self._points: dict[str, dict[str, list[dict[str, Any]]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        holder.process_groups.on_identified.append(self._identified)
+        holder.registry.on_rank_facts.append(self._identified)
 
     def all(self) -> list[tuple[str, str, dict[str, Any]]]:
         """Every point kept here: (owner, path, breakpoint object)."""
@@ -100,8 +100,8 @@ class Points:
                 self._spawn(self._give(upstream, rid, owner, path))
 
     def _identified(self, rid: str) -> None:
-        """A rank said who it is: the points on rank sets are given or taken back as its
-        rank and coordinates now match."""
+        """What is known of a rank changed (its coordinates, its role): the points on rank
+        sets are given or taken back as they now match."""
         upstream = self.holder.upstreams.get(rid)
         if upstream is None:
             return

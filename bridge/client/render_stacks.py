@@ -17,9 +17,11 @@ def _short_path(path: str, width: int) -> str:
 
 
 def _rank_names(answer: dict[str, Any]) -> dict[str, str]:
-    """``r3``/``r3 critic`` for each worker whose rank or role is known."""
+    """``r3``/``r3 critic`` for each worker whose rank or role is known, in rank order."""
     names = {}
-    for worker in answer.get("workers", []):
+    workers = answer.get("workers", [])
+    ranked = sorted(workers, key=lambda w: (w.get("rank") is None, w.get("rank") or 0))
+    for worker in ranked:
         rank, role = worker.get("rank"), worker.get("role")
         place = meshes.text(worker.get("mesh") or ())
         if rank is not None or role or place:
@@ -30,7 +32,10 @@ def _rank_names(answer: dict[str, Any]) -> dict[str, str]:
 
 
 def _members(workers: list[str], names: dict[str, str], shown: int = 4) -> str:
-    """``r0, r1, r2 +1`` or ``1a2b3c, 4d5e6f``: a group, by rank where known."""
+    """``r0, r1, r2 +1`` or ``1a2b3c, 4d5e6f``: a group, by rank where known (in rank
+    order, then the others as they came)."""
+    order = {worker: place for place, worker in enumerate(names)}
+    workers = sorted(workers, key=lambda w: order.get(w.partition("/")[0], len(order)))
 
     def name(worker: str) -> str:
         base, _, thread = worker.partition("/")

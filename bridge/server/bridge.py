@@ -197,8 +197,6 @@ class Bridge:
         self.holder.on_capture = self.captures.told
         self.metrics.count_captures(self.captures)
         self.points = Points(self.holder, settings.captures)
-        if self.live is not None:
-            self.live.also_held.append(self.points.held)
         self.workers = Workers(
             self.holder, self.remote_stacks, self.outside_pause, self.hangs,
             job_status=self.dashboard.job_status,
@@ -207,6 +205,8 @@ class Bridge:
             ),
             redactor=redactor,
         )  # fmt: skip
+        if self.live is not None:  # what is given to ranks is given to each one held later
+            self.live.also_held += [self.points.held, self.workers.ranked.held]
         #: A failed task's post-mortem stop is captured, then let go unless someone looks.
         self.post_mortems = PostMortems(
             self.holder, self.workers.follows, hold=settings.post_mortem_hold

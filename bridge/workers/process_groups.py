@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,8 +53,6 @@ class ProcessGroups:
         #: Ranks whose worker went away, by record id, until a worker says it is that rank of
         #: that world again.
         self.departed: dict[str, Departed] = {}
-        #: Told each time a worker said who it is (its record has its rank and mesh by then).
-        self.on_identified: list[Callable[[str], None]] = []
 
     def attach(self, rid: str, upstream: Upstream) -> None:
         """A live worker is held: listen for its groups, and ask once for those it made
@@ -117,8 +114,6 @@ class ProcessGroups:
             update["job_id"] = said.job
         if any(getattr(record, k) != v for k, v in update.items()):
             self.registry.put(record.model_copy(update=update))
-        for hook in self.on_identified:
-            hook(rid)
 
     async def close(self) -> None:
         for task in list(self._tasks):

@@ -3,8 +3,9 @@
 A person sets ``line 40 on tp=1`` before the job's ranks said their coordinates, or while some
 are not held yet: the request is kept per job, and each live rank of the job gets it through
 its one owner of breakpoints (and so through the gate of :mod:`.collective_gate`) once what is
-known of it matches the set, whenever that is (its process groups reported, a worker held
-later), and loses it if it no longer does. The job's other ranks never get it.
+known of it matches the set, whenever that is (its process groups reported, its role
+learned, a worker held later), and loses it if it no longer does. The job's other ranks never
+get it.
 
 Each owner's ranked share is its own in a worker's book (:class:`Ranked`), beside what the same
 owner set for every rank, so the job's kept breakpoints (:mod:`.live`), which every later
@@ -59,7 +60,7 @@ class RankedBreakpoints:
         #: By ``(job, owner, path)``: what each owner asked, until it clears it.
         self.kept: dict[tuple[str, str, str], RankedLines] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        holder.process_groups.on_identified.append(self._identified)
+        holder.registry.on_rank_facts.append(self._identified)
 
     async def give(self, owner: str, lines: RankedLines) -> list[tuple[BreakpointRecord, Given]]:
         """``owner``'s breakpoints in ``lines.path`` for ``lines.ranks`` of ``lines.job`` (no
@@ -96,12 +97,19 @@ class RankedBreakpoints:
             Ranked(owner), key, specs, {"source": {"path": lines.path}}, beside_kept=True
         )
 
+    def held(self, rid: str, upstream: Upstream) -> None:
+        """A live worker is held: it gets its job's rank-set breakpoints that name it."""
+        self._match(rid, upstream)
+
     def _identified(self, rid: str) -> None:
-        """A rank said who it is (its coordinates may be new): its job's rank-set
-        breakpoints are given or taken back as they now match."""
+        """What is known of a rank changed (it said its coordinates, its role was learned):
+        its job's rank-set breakpoints are given or taken back as they now match."""
+        if (upstream := self.holder.upstreams.get(rid)) is not None:
+            self._match(rid, upstream)
+
+    def _match(self, rid: str, upstream: Upstream) -> None:
         record = self.holder.registry.get(rid)
-        upstream = self.holder.upstreams.get(rid)
-        if record is None or upstream is None or not record.live:
+        if record is None or not record.live:
             return
         for (job, owner, _), lines in list(self.kept.items()):
             if job == record.job_id:

@@ -98,6 +98,9 @@ class Registry:
         self._records: dict[str, BreakpointRecord] = {}
         self._subscribers: set[Subscription] = set()
         self._max_queued = max_queued_changes
+        #: Told a record's id when what a rank set matches of it (its rank, role or mesh)
+        #: changed: what was given to a rank set is given again (or taken back).
+        self.on_rank_facts: list[Callable[[str], None]] = []
 
     def __len__(self) -> int:
         return len(self._records)
@@ -136,6 +139,11 @@ class Registry:
             return
         self._records[record.id] = record
         self._publish(Change("added" if old is None else "updated", record))
+        if old is not None and (old.rank, old.role, old.mesh) != (
+            record.rank, record.role, record.mesh
+        ):  # fmt: skip
+            for hook in self.on_rank_facts:
+                hook(record.id)
 
     def remove(self, record_id: str) -> None:
         record = self._records.pop(record_id, None)

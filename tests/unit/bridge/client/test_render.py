@@ -65,7 +65,7 @@ def test_raydap_stacks_by_a_dimension_prints_a_tree_per_coordinate() -> None:
     def at(line: int) -> list[Frame]:
         return [Frame(function="step", path="/srv/train.py", line=line)]
 
-    read = {"a1": at(30), "b2": at(30), "c3": at(41)}
+    read = {"b2": at(30), "a1": at(30), "c3": at(41)}  # rank 1 read first: shown in rank order
     groups = by_coordinate(read, {"a1": 0, "b2": 0, "c3": 1})
     answer = {
         "tree": merge(read).model_dump(exclude_none=True), "all_frames": True, "by": "pp",

@@ -70,3 +70,33 @@ async def test_a_breakpoint_on_tp_1_reaches_ranks_1_and_3_only_even_one_known_la
         assert ranked.kept == {}
         assert lines_sent(peers[0][0]) == lines_sent(peers[2][0]) == []
         await ranked.close()
+
+
+async def test_a_role_learned_later_and_a_worker_held_later_get_a_breakpoint_on_the_role() -> None:
+    registry = Registry()
+    holder = Holder(registry)
+    ranked = RankedBreakpoints(holder)
+
+    def worker(rid: str, role: str | None = None) -> BreakpointRecord:
+        return BreakpointRecord(id=rid, node_ip="10.0.0.1", paused_since=0, live=True,
+                                state=RecordState.RUNNING, job_id="01", role=role)  # fmt: skip
+
+    async with AsyncExitStack() as stack:
+        first, upstream = await stack.enter_async_context(held_peer())
+        registry.put(worker("a"))
+        holder.upstreams["a"] = upstream
+        await ranked.give(
+            "alice (HTTP)", RankedLines("01", PATH, "critic", (spec_of({"line": 3}),))
+        )
+        assert lines_sent(first) == []  # no role known yet: not a critic
+        registry.put(worker("a", role="critic"))  # its verl role, learned from its task
+        await until(lambda: lines_sent(first) == [[3]])
+
+        later, held = await stack.enter_async_context(held_peer())
+        registry.put(worker("b", role="critic"))
+        ranked.held("b", held)  # as the bridge's live workers tell it, then hand it out
+        holder.upstreams["b"] = held
+        await until(lambda: lines_sent(later) == [[3]])
+        registry.put(worker("b", role="actor"))  # (a role that changes: taken back)
+        await until(lambda: lines_sent(later) == [[3], []])
+        await ranked.close()
