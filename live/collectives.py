@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import sys
+import weakref
 from collections.abc import Callable, MutableMapping
 from types import ModuleType
 from typing import Any
@@ -56,6 +57,7 @@ MAX_FRAMES = 24
 #: The longest collective timeout the bridge may set (a week).
 MAX_TIMEOUT = 7 * 86_400
 _C10D = "torch.distributed.distributed_c10d"
+_DEVICE_MESH = "torch.distributed.device_mesh"
 #: torch's recorders, by the backend whose entries each holds: its JSON dump and its pickle
 #: dump (call sites). A torch built without NCCL (the CPU wheel) has only the first.
 DUMPS = {
@@ -106,7 +108,34 @@ def identity(dist: ModuleType | None) -> dict[str, Any] | None:
         "backend": str(dist.get_backend()),
         "world": world_of(c10d),
         "groups": groups,
+        "meshes": meshes(),
     }
+
+
+#: The device meshes the job built with ``init_device_mesh``, in order (weakly: a mesh the job
+#: dropped is not reported), at most :data:`MAX_MESHES`.
+_meshes: list[weakref.ref[Any]] = []
+MAX_MESHES = 16
+
+
+def meshes() -> list[dict[str, Any]]:
+    """Each mesh this rank is in, as torch says it: its dimensions' names (``dim_0`` for an
+    unnamed one), shape, and this rank's coordinate. What the process groups alone cannot say:
+    a dimension as large as the world reuses the default group, described by no dimension."""
+    found = []
+    for ref in _meshes:
+        mesh = ref()
+        try:
+            coord = mesh.get_coordinate() if mesh is not None else None
+            if mesh is None or coord is None:
+                continue
+            shape = [int(n) for n in mesh.shape]
+            names = mesh.mesh_dim_names or [f"dim_{i}" for i in range(len(shape))]
+            found.append({"dims": [str(n) for n in names], "shape": shape,
+                          "coord": [int(c) for c in coord]})  # fmt: skip
+        except Exception:  # torch moved something: the groups still say most of it
+            continue
+    return found
 
 
 def spans(ranks: list[int]) -> list[list[int]]:
@@ -157,24 +186,30 @@ def world_of(c10d: Any) -> str | None:
 
 
 def watch_groups(announce: Callable[[dict[str, Any]], None]) -> None:
-    """Call ``announce(body)`` each time the job makes a process group (``{"identity",
-    "job"}``): now, if torch is loaded, or when the job imports it."""
-    module = sys.modules.get(_C10D)
-    if module is not None:
-        _patch(module, announce)
-        return
-    sys.meta_path.insert(0, _GroupsFinder(announce))
+    """Call ``announce(body)`` each time the job makes a process group or a device mesh
+    (``{"identity", "job"}``): now, if torch is loaded, or when the job imports it."""
+    for name, patch in ((_C10D, _patch), (_DEVICE_MESH, _patch_meshes)):
+        module = sys.modules.get(name)
+        if module is not None:
+            patch(module, announce)
+        else:
+            sys.meta_path.insert(0, _AfterImport(name, patch, announce))
 
 
-class _GroupsFinder:
-    """Patches torch.distributed's group makers right after their module runs, before
-    ``torch.distributed`` re-exports them."""
+class _AfterImport:
+    """Patches one of torch.distributed's modules right after it runs, before
+    ``torch.distributed`` re-exports what it holds."""
 
-    def __init__(self, announce: Callable[[dict[str, Any]], None]) -> None:
-        self.announce = announce
+    def __init__(
+        self,
+        module: str,
+        patch: Callable[[ModuleType, Callable[[dict[str, Any]], None]], None],
+        announce: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.module, self.patch, self.announce = module, patch, announce
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != _C10D:
+        if name != self.module:
             return None
         import importlib.machinery
 
@@ -184,11 +219,11 @@ class _GroupsFinder:
         if spec is None or loader is None or not hasattr(loader, "exec_module"):
             return spec
         run = loader.exec_module
-        announce = self.announce
+        patch, announce = self.patch, self.announce
 
         def exec_module(module: ModuleType) -> None:
             run(module)
-            _patch(module, announce)
+            patch(module, announce)
 
         loader.exec_module = exec_module
         return spec
@@ -206,7 +241,28 @@ def _patch(c10d: ModuleType, announce: Callable[[dict[str, Any]], None]) -> None
             setattr(dist, name, wrapped)
 
 
-def _announcing(make: Callable[..., Any], announce: Callable[[dict[str, Any]], None]) -> Any:
+def _patch_meshes(device_mesh: ModuleType, announce: Callable[[dict[str, Any]], None]) -> None:
+    original = getattr(device_mesh, "init_device_mesh", None)
+    if original is None or getattr(original, "__raydap__", False):
+        return
+    wrapped = _announcing(original, announce, _keep_mesh)
+    device_mesh.init_device_mesh = wrapped  # type: ignore[attr-defined]
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and getattr(dist, "init_device_mesh", None) is original:
+        dist.init_device_mesh = wrapped  # type: ignore[attr-defined]
+
+
+def _keep_mesh(mesh: Any) -> None:
+    _meshes[:] = [ref for ref in _meshes if ref() is not None]
+    if len(_meshes) < MAX_MESHES:
+        _meshes.append(weakref.ref(mesh))
+
+
+def _announcing(
+    make: Callable[..., Any],
+    announce: Callable[[dict[str, Any]], None],
+    keep: Callable[[Any], None] | None = None,
+) -> Any:
     import functools
 
     @functools.wraps(make)
@@ -214,6 +270,8 @@ def _announcing(make: Callable[..., Any], announce: Callable[[dict[str, Any]], N
         group = make(*args, **kwargs)
         _check_torch_once()
         try:
+            if keep is not None:
+                keep(group)
             found = identity(sys.modules.get("torch.distributed"))
             if found is not None:
                 announce({"identity": found, "job": job_of(sys.modules.get("ray"))})

@@ -29,6 +29,8 @@ MAX_GROUPS = 256
 MAX_RANKS = 100_000
 MAX_SPANS = 4096
 MAX_TENSORS = 1024
+MAX_MESHES = 16
+MAX_MESH_DIMS = 16
 Text = Annotated[str, Field(max_length=4096)]
 #: One tensor's shape.
 Sizes = Annotated[tuple[int, ...], Field(max_length=16)]
@@ -75,6 +77,24 @@ class GroupInfo(BaseModel):
         return [rank for span in self.spans for rank in range(*span)]
 
 
+class TorchMesh(BaseModel):
+    """A device mesh as torch tells it to the rank (``init_device_mesh``'s): its dimensions'
+    names, its shape, and the rank's coordinate in it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    dims: tuple[Name, ...] = Field(max_length=MAX_MESH_DIMS)
+    shape: tuple[PositiveInt, ...] = Field(max_length=MAX_MESH_DIMS)
+    coord: tuple[NonNegativeInt, ...] = Field(max_length=MAX_MESH_DIMS)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TorchMesh:
+        if not len(self.dims) == len(self.shape) == len(self.coord):
+            raise ValueError("a mesh's names, shape and coordinate differ in length")
+        if any(c >= n for c, n in zip(self.coord, self.shape, strict=True)):
+            raise ValueError("a coordinate outside its mesh")
+        return self
+
+
 class Identity(BaseModel):
     """Which rank a worker is: torch.distributed's own answer, whatever its environment."""
 
@@ -85,6 +105,9 @@ class Identity(BaseModel):
     #: The store its ranks met at: tells one world of a job from another.
     world: Text | None = None
     groups: tuple[GroupInfo, ...] = Field(default=(), max_length=MAX_GROUPS)
+    #: The device meshes the job built, as torch says them (none from a worker whose torch
+    #: does not: its mesh groups still say most of it).
+    meshes: tuple[TorchMesh, ...] = Field(default=(), max_length=MAX_MESHES)
 
     def group(self, name: str) -> GroupInfo | None:
         return next((g for g in self.groups if g.name == name), None)

@@ -9,9 +9,14 @@ dp 0, tp 1. Nothing but the groups a live worker already reports is needed (sans
 A job may build several meshes, with the same dimension names (verl does): a rank's mesh groups
 are read in the order it made them, and a dimension seen again, or one that would make the
 mesh larger than the world, starts the next mesh. Meshes are numbered in that order, the same
-on every rank (each is built by all of them together). A dimension that spans the whole world
-reuses the default group, which torch does not describe by dimension: it has no coordinate
-here, and the rank's number says it.
+on every rank (each is built by all of them together).
+
+A dimension that spans the whole world reuses the default group, which torch does not describe
+by dimension: the groups cannot name it. Where the worker's torch tells its meshes (the live
+hook keeps each one ``init_device_mesh`` builds, :mod:`raydap.live.collectives`), their names,
+shapes and the rank's coordinates are used instead, every dimension with its coordinate: the
+whole world's is the rank's place in the default group. ``init_device_mesh`` lays the world's
+ranks out in order, row by row, so each dimension's peers are one run of ranks.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from raydap.bridge.workers.rank_sets import NAME, RankFacts
-from raydap.protocol.collectives import GroupInfo, Identity, Span
+from raydap.protocol.collectives import GroupInfo, Identity, Span, TorchMesh
 
 #: How torch describes a mesh dimension's group: ``mesh_<dim>``.
 PREFIX = "mesh_"
@@ -73,10 +78,17 @@ class MeshPlace(BaseModel):
 
 
 def places(identity: Identity) -> tuple[MeshPlace, ...]:
-    """Where ``identity``'s rank sits in each mesh its groups describe (none: no mesh). A
-    worker's groups are its own say: every record carries this to every client, so it is
-    bounded (:data:`MAX_MESHES` meshes of :data:`MAX_AXES` dimensions; a dimension with a
-    name a rank set cannot write, or of over :data:`MAX_SPANS` runs, is left out)."""
+    """Where ``identity``'s rank sits in each mesh its torch tells, else each mesh its groups
+    describe (none: no mesh). A worker's groups are its own say: every record carries this to
+    every client, so it is bounded (:data:`MAX_MESHES` meshes of :data:`MAX_AXES` dimensions;
+    a dimension with a name a rank set cannot write, or of over :data:`MAX_SPANS` runs, is
+    left out)."""
+    told = [axes for mesh in identity.meshes if (axes := _told(mesh, identity))]
+    if told:
+        return tuple(
+            MeshPlace.model_construct(mesh=i, axes=tuple(axes[:MAX_AXES]))
+            for i, axes in enumerate(told[:MAX_MESHES])
+        )
     meshes: list[list[MeshAxis]] = [[]]
     for group in identity.groups:
         axis = _axis(group, identity.rank)
@@ -90,6 +102,29 @@ def places(identity: Identity) -> tuple[MeshPlace, ...]:
     # Built from a checked identity: not checked again (a thousand ranks say theirs at once)
     found = [axes[:MAX_AXES] for axes in meshes if axes][:MAX_MESHES]
     return tuple(MeshPlace.model_construct(mesh=i, axes=tuple(a)) for i, a in enumerate(found))
+
+
+def _told(mesh: TorchMesh, identity: Identity) -> list[MeshAxis]:
+    """The axes of a mesh torch told, each dimension's peers the run of ranks that differ from
+    this one along it only; none where the mesh is not laid over the world in order."""
+    strides = [math.prod(mesh.shape[d + 1 :]) for d in range(len(mesh.shape))]
+    rank = identity.rank
+    if sum(c * s for c, s in zip(mesh.coord, strides, strict=True)) != rank:
+        return []
+    # Each dimension's group: the one described by it, else the one of its ranks (the default)
+    by_desc = {(group.spans, group.desc): group.name for group in identity.groups}
+    by_spans = {group.spans: group.name for group in identity.groups}
+    axes = []
+    for dim, size, coord, stride in zip(mesh.dims, mesh.shape, mesh.coord, strides, strict=True):
+        if not _DIM.fullmatch(dim):
+            continue
+        start = rank - coord * stride  # as the worker writes runs (raydap.live.collectives)
+        span = (start, start + (size - 1) * stride + 1, stride if size > 1 else 1)
+        axes.append(MeshAxis.model_construct(
+            dim=dim, coord=coord, size=size, spans=(span,),
+            group=by_desc.get(((span,), PREFIX + dim)) or by_spans.get((span,), ""),
+        ))  # fmt: skip
+    return axes
 
 
 def _axis(group: GroupInfo, rank: int) -> MeshAxis | None:

@@ -69,6 +69,7 @@ def test_the_identity_is_torchs_rank_world_and_groups() -> None:
         "rank": 2, "world_size": 4, "backend": "gloo", "world": "10.0.0.1:29500",
         "groups": [{"name": "0", "desc": "default_pg", "spans": [[0, 4, 1]]},
                    {"name": "1", "desc": "undefined", "spans": [[2, 4, 1]]}],
+        "meshes": [],  # (none built with init_device_mesh here)
     }  # fmt: skip
 
 
@@ -252,6 +253,43 @@ def test_real_gloo_ranks_say_who_they_are_and_their_recorder_while_one_waits() -
         2, "gloo:all_reduce", False,
     )  # fmt: skip
     assert any(f["filename"] == "<string>" for f in last["frames"])  # the call site
+
+
+MESH_RANKS = """
+import json, sys
+from raydap.live import collectives
+told = []
+collectives.watch_groups(told.append)  # before the job imports torch, as the hook runs
+import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+rank = int(sys.argv[1])
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[2], rank=rank,
+                        world_size=2)
+mesh = init_device_mesh("cpu", (2,), mesh_dim_names=("dp",))  # the world: no group of its own
+print(json.dumps(told), flush=True)
+dist.barrier()
+"""
+
+
+def test_a_dimension_as_large_as_the_world_is_named_by_the_mesh_torch_tells() -> None:
+    """A 1-D ``dp`` mesh over both ranks makes no group (it reuses the default one): only
+    torch's own account of the mesh names ``dp``, and the rank's coordinate along it."""
+    from raydap.bridge.workers import meshes
+    from raydap.protocol.collectives import Identity
+
+    said = json.loads(run_two_ranks(MESH_RANKS, reporter=1))
+    made, meshed = (Identity.model_validate(told["identity"]) for told in said)
+    assert made.meshes == () and [g.desc for g in meshed.groups] == ["default_pg"]
+    assert meshes.places(made) == ()  # the groups alone cannot say it
+    [place] = meshes.places(meshed)
+    [axis] = place.axes
+    assert (axis.dim, axis.coord, axis.size, axis.group, axis.spans) == (
+        "dp",
+        1,
+        2,
+        "0",
+        ((0, 2, 1),),
+    )
 
 
 @pytest.mark.parametrize(

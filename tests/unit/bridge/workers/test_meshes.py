@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from raydap.bridge.workers import meshes
 from raydap.bridge.workers.rank_sets import parse
 from raydap.live.collectives import spans
-from raydap.protocol.collectives import GroupInfo, Identity
+from raydap.protocol.collectives import GroupInfo, Identity, TorchMesh
 
 
 def mesh_groups(shape: tuple[int, ...], dims: tuple[str, ...]) -> list[tuple[str, list[int]]]:
@@ -86,6 +86,40 @@ def test_coordinates_are_the_ranks_place_in_the_mesh(
         dim: at for dim, at, n in zip(dims, unravel(rank, shape), shape, strict=True) if n < world
     }
     assert (found[0].coord_names() if found else {}) == expected
+
+
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple),
+    st.data(),
+)
+def test_a_mesh_torch_tells_gives_every_dimension_and_the_groups_own_peers(
+    shape: tuple[int, ...], data: st.DataObject
+) -> None:
+    world = math.prod(shape)
+    dims = tuple(f"d{i}" for i in range(len(shape)))
+    rank = data.draw(st.integers(0, world - 1))
+    from_groups = identity(rank, world, (shape, dims))
+    told = TorchMesh(dims=dims, shape=shape, coord=unravel(rank, shape))
+    [place] = meshes.places(from_groups.model_copy(update={"meshes": (told,)}))
+    # Every dimension, the whole world's included (the groups alone leave it out)
+    assert place.coord_names() == dict(zip(dims, unravel(rank, shape), strict=True))
+    derived = {a.dim: a for p in meshes.places(from_groups) for a in p.axes}
+    for axis in place.axes:
+        assert [r for r in range(world) if r in axis] == sorted(
+            r for r in range(world)
+            if all(a == b for i, (a, b) in enumerate(zip(unravel(r, shape), told.coord,
+                                                         strict=True)) if dims[i] != axis.dim)
+        )  # fmt: skip
+        if axis.dim in derived:  # the same group torch made for it, named as the worker did
+            assert (axis.group, axis.spans) == (derived[axis.dim].group, derived[axis.dim].spans)
+        elif axis.size == world:
+            assert axis.group == "0"  # the default group
+
+
+def test_a_mesh_torch_tells_that_does_not_fit_the_world_in_order_is_not_used() -> None:
+    found = identity(1, 4, ((2, 2), ("dp", "tp")))
+    odd = TorchMesh(dims=("dp", "tp"), shape=(2, 2), coord=(1, 1))  # rank 3's place, not 1's
+    assert coords(found.model_copy(update={"meshes": (odd,)})) == [{"dp": 0, "tp": 1}]
 
 
 def test_two_meshes_with_the_same_names_are_told_apart_and_the_first_is_bare() -> None:
