@@ -175,6 +175,7 @@ def _verdict_lines(job: dict[str, Any]) -> list[str]:
             else straggler["worker"]
         )
         role = f" ({straggler['role']})" if straggler.get("role") else ""
+        role += "".join(f" {dim}={at}" for dim, at in (straggler.get("coords") or {}).items())
         where = f"{_short_path(straggler['path'], 60)}:{straggler['line']}"
         why = f": {straggler['why']}" if straggler.get("why") else ""
         lines.append(

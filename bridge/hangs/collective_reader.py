@@ -20,6 +20,7 @@ from raydap.bridge.hangs.async_waits import waits_at
 from raydap.bridge.hangs.desync import Collective, RankDump, call_site, judge, positions
 from raydap.bridge.hangs.recorders import read_recorders
 from raydap.bridge.hangs.verdicts import Straggler, Unread
+from raydap.bridge.workers import meshes
 from raydap.bridge.workers.holder import Holder
 from raydap.protocol.collectives import Entry, Identity
 
@@ -177,6 +178,7 @@ class CollectiveReader:
             place = (called or running) if rank in odd else (running or called)
             function, path, line = place or ("?", "?", 0)
             found.append(Straggler(worker=worker, rank=record.rank, role=record.role,
+                                   coords=meshes.coords(record.mesh),
                                    function=function, path=path, line=line, why=why))  # fmt: skip
         return found
 

@@ -82,9 +82,7 @@ def build(job: str, collective: Collective, dumps: Sequence[RankDump]) -> Grid:
         row.workers.append(worker)
         identity = identities.get(worker or "")
         places = meshes.places(identity) if identity is not None else ()
-        coords.setdefault(cells, []).append(
-            {k: v for p in places for k, v in p.coord_names().items()}
-        )
+        coords.setdefault(cells, []).append(meshes.coords(places))
 
     for member in sorted(read, key=lambda r: r.rank):
         cells = []

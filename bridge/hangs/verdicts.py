@@ -14,8 +14,8 @@ computes moves between functions from one sample to the next.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -37,6 +37,8 @@ class RankSample:
     rank: int | None
     role: str | None
     frames: tuple[Frame, ...]
+    #: Its device-mesh coordinates, as rank sets name them (:func:`.meshes.coords`).
+    coords: Mapping[str, int] = field(default_factory=dict)
 
 
 class Place(BaseModel):
@@ -58,6 +60,8 @@ class Straggler(BaseModel):
     worker: str
     rank: int | None
     role: str | None
+    #: Its device-mesh coordinates (``{"dp": 1, "tp": 1}``), where its job built a mesh.
+    coords: dict[str, int] = Field(default_factory=dict)
     function: str
     path: str
     line: int
@@ -232,7 +236,8 @@ class JobWatch:
                 if sample.worker not in largest and frame is not None:
                     stragglers.append(Straggler(
                         worker=sample.worker, rank=sample.rank, role=sample.role,
-                        function=frame.function, path=frame.path, line=frame.line,
+                        coords=dict(sample.coords), function=frame.function, path=frame.path,
+                        line=frame.line,
                     ))  # fmt: skip
         return Verdict(
             job=self.job,

@@ -43,6 +43,7 @@ from raydap.bridge.hangs.verdicts import (
     news,
     own_frame,
 )
+from raydap.bridge.workers import meshes
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.ranks import rank_from_environment
@@ -200,7 +201,9 @@ class HangWatch:
                     rank = record.rank
                     if rank is None:
                         rank = rank_from_environment(reading.environment)
-                    self._last[record.id] = RankSample(record.id, rank, record.role, tuple(frames))
+                    self._last[record.id] = RankSample(
+                        record.id, rank, record.role, tuple(frames), meshes.coords(record.mesh)
+                    )
                 elif record.id in last:  # listed, not read this time: as it was (not moved)
                     self._last[record.id] = last[record.id]
                 if record.id in self._last:

@@ -109,6 +109,11 @@ function underParents(members) {
 
 const hungJobs = new Map();
 
+// ' dp=1 tp=1': a rank's mesh coordinates (a straggler's `coords`), or ''.
+function coordsText(coords) {
+  return Object.entries(coords || {}).map(([dim, at]) => ` ${dim}=${at}`).join('');
+}
+
 function showHang(verdict) {
   if (verdict.state === 'suspected_hang') hungJobs.set(verdict.job, verdict);
   else hungJobs.delete(verdict.job);
@@ -116,7 +121,7 @@ function showHang(verdict) {
   $('hang-banner').hidden = !first;
   if (!first) return;
   const stragglers = first.stragglers.slice(0, 3).map((s) =>
-    `${s.rank === null ? s.worker : `rank ${s.rank}`}${s.role ? ` (${s.role})` : ''} in ${s.function}` +
+    `${s.rank === null ? s.worker : `rank ${s.rank}`}${s.role ? ` (${s.role})` : ''}${coordsText(s.coords)} in ${s.function}` +
     (s.why ? ` (${s.why})` : '')).join(', ');
   $('hang-text').textContent = `Job ${first.job} looks hung: ${first.summary}` +
     (stragglers ? `. Straggler: ${stragglers}` : '');

@@ -141,6 +141,11 @@ def _axis(group: GroupInfo, rank: int) -> MeshAxis | None:
     )
 
 
+def coords(meshes: Iterable[MeshPlace]) -> dict[str, int]:
+    """``{"dp": 0, "tp": 1}``: every coordinate of a rank, as rank sets name them."""
+    return {name: coord for place in meshes for name, coord in place.coord_names().items()}
+
+
 def text(meshes: Iterable[MeshPlace | Mapping[str, object]]) -> str:
     """``dp=0 tp=1``, as a rank set names that place (records' JSON as well as models)."""
     words = []

@@ -537,7 +537,8 @@ async def test_a_hang_inside_a_device_meshs_tp_group_is_named_as_the_mesh_names_
             f"all_reduce #{seq} (the tp group [2, 3]): rank 3 never joined (its last: #{seq - 1})"
         )
         assert said in verdict["summary"], verdict["summary"]
-        assert verdict["stragglers"][0]["rank"] == 3
+        first = verdict["stragglers"][0]
+        assert (first["rank"], first["coords"]) == (3, {"dp": 1, "tp": 1})
 
         async with agent(bridge) as session:
             hangs = await call(session, "hangs", job=job.job_id)
@@ -549,6 +550,8 @@ async def test_a_hang_inside_a_device_meshs_tp_group_is_named_as_the_mesh_names_
         assert isinstance(browser, Browser)
         page = await browser.new_page()
         await page.goto(f"{bridge.url}/?token={bridge.token}")
+        alert = page.get_by_role("alert").filter(has_text=job.job_id)
+        await expect(alert).to_contain_text("Straggler: rank 3 dp=1 tp=1", timeout=20_000)
         await page.get_by_role("tab", name="Hangs").click()
         grid = page.get_by_role("table", name=f"Collectives of job {job.job_id}, mesh_tp (gloo)")
         skipped = grid.locator('tr[data-ranks="3"]')  # global ranks, as the summary says

@@ -110,7 +110,10 @@ export class Connection implements vscode.Disposable {
     if (verdict.state !== 'suspected_hang') return;
     const stragglers = verdict.stragglers
       .slice(0, 3)
-      .map((s) => `${s.rank === null ? s.worker : `rank ${s.rank}`}${s.role ? ` (${s.role})` : ''} in ${s.function}`)
+      .map((s) => {
+        const coords = Object.entries(s.coords).map(([dim, at]) => ` ${dim}=${at}`).join('');
+        return `${s.rank === null ? s.worker : `rank ${s.rank}`}${s.role ? ` (${s.role})` : ''}${coords} in ${s.function}`;
+      })
       .join(', ');
     const text = `Ray job ${verdict.job} looks hung: ${verdict.summary}${stragglers ? `. Straggler: ${stragglers}` : ''}`;
     const first = verdict.stragglers[0];

@@ -72,6 +72,8 @@ export interface Straggler {
   worker: string;
   rank: number | null;
   role: string | null;
+  /** Its device-mesh coordinates, as rank sets name them (`{ dp: 1, tp: 1 }`). */
+  coords: Record<string, number>;
   function: string;
   path: string;
   line: number;
@@ -250,6 +252,7 @@ function parseVerdict(value: unknown): HangVerdict {
         worker: text(straggler.worker, 'straggler.worker'),
         rank: straggler.rank === null || straggler.rank === undefined ? null : number(straggler.rank, 'straggler.rank'),
         role: optionalText(straggler.role, 'straggler.role'),
+        coords: coordinates(straggler.coords, 'straggler.coords'),
         function: text(straggler.function, 'straggler.function'),
         path: text(straggler.path, 'straggler.path'),
         line: number(straggler.line, 'straggler.line'),
@@ -262,6 +265,16 @@ function parseVerdict(value: unknown): HangVerdict {
 }
 
 const MAX_RANKS = 100_000;
+const MAX_COORDS = 256;
+
+/** A rank's mesh coordinates (`{ dp: 1, tp: 1 }`); none where a bridge sent none. */
+function coordinates(value: unknown, at: string): Record<string, number> {
+  if (value === undefined || value === null) return {};
+  const raw = object(value, at);
+  const entries = Object.entries(raw);
+  if (entries.length > MAX_COORDS) throw new InvalidRecord(at);
+  return Object.fromEntries(entries.map(([dim, coord]) => [text(dim, `${at} name`), number(coord, `${at}.${dim}`)]));
+}
 
 function ranks(value: unknown, at: string): number[] {
   if (!Array.isArray(value) || value.length > MAX_RANKS) throw new InvalidRecord(at);

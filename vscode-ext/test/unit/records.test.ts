@@ -70,7 +70,7 @@ test('a hang verdict carries its collective verdict, the ranks at fault first, a
     summary: 'all_reduce #6 (default_pg): rank 2 never joined (its last: #5)',
   };
   const straggler = { worker: 'w2', rank: 2, role: null, function: 'train', path: '/job/train.py', line: 44,
-                      why: 'never joined all_reduce #6 (its last: #5)' };
+                      why: 'never joined all_reduce #6 (its last: #5)', coords: { dp: 1, tp: 0 } };
   const verdict = { job: '02000000', state: 'suspected_hang', since: 1, groups: [], stragglers: [straggler],
                     summary: 'no progress', collective, unread: [], report: '/state/raydap/hangs/02000000-x' };
   const event = parseEvent({ kind: 'hang', type: 'hang', verdict });
@@ -79,6 +79,7 @@ test('a hang verdict carries its collective verdict, the ranks at fault first, a
   assert.deepEqual(event.verdict.collective?.missing, [2]);
   assert.equal(event.verdict.collective?.seq, 6);
   assert.equal(event.verdict.stragglers[0]?.why, 'never joined all_reduce #6 (its last: #5)');
+  assert.deepEqual(event.verdict.stragglers[0]?.coords, { dp: 1, tp: 0 });
   assert.equal(event.verdict.report, '/state/raydap/hangs/02000000-x');
   // A verdict without them (an older bridge, or no recorder) still reads
   const plain = parseEvent({ kind: 'hang', type: 'hang', verdict: { ...verdict, collective: undefined, report: undefined } });

@@ -79,3 +79,14 @@ def test_raydap_stacks_by_a_dimension_prints_a_tree_per_coordinate() -> None:
         "pp=1: 1 worker",
         "  └─ step  /srv/train.py:41  [1: r2]",
     ]
+
+
+def test_raydap_hangs_names_a_stragglers_mesh_coordinates() -> None:
+    from raydap.bridge.client.render_stacks import hang_report
+
+    straggler = {"worker": "3a4b", "rank": 3, "role": None, "coords": {"dp": 1, "tp": 1},
+                 "function": "hang", "path": "/job/mesh.py", "line": 9, "why": None}  # fmt: skip
+    verdict = {"job": "01000000", "state": "suspected_hang", "since": 0.0, "groups": [],
+               "stragglers": [straggler], "summary": "no progress"}  # fmt: skip
+    printed = hang_report({"jobs": [verdict], "hang_after": 60}, now=100.0).splitlines()
+    assert "  straggler: rank 3 dp=1 tp=1 3a4b in hang /job/mesh.py:9" in printed, printed
