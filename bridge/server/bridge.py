@@ -207,6 +207,8 @@ class Bridge:
         )  # fmt: skip
         if self.live is not None:  # what is given to ranks is given to each one held later
             self.live.also_held += [self.points.held, self.workers.ranked.held]
+            self.live.ranked = self.workers.ranked  # and kept as the job's breakpoints are
+            self.workers.ranked.on_change = self.live.save_soon
         #: A failed task's post-mortem stop is captured, then let go unless someone looks.
         self.post_mortems = PostMortems(
             self.holder, self.workers.follows, hold=settings.post_mortem_hold

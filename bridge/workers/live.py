@@ -26,7 +26,7 @@ from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import Marks
 from raydap.bridge.workers.holder import Holder, record_id
 from raydap.bridge.workers.naming import from_task
-from raydap.bridge.workers.ranked_breakpoints import Ranked
+from raydap.bridge.workers.ranked_breakpoints import Ranked, RankedBreakpoints
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,8 @@ class LiveWorkers:
         self._restored = False
         self._saving: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Breakpoints on rank sets: saved and taken back with the kept ones.
+        self.ranked: RankedBreakpoints | None = None
         #: Told of each live worker held, after its kept breakpoints were given.
         self.also_held: list[Callable[[str, Upstream], None]] = []
         #: The job each live worker's mark names, by record id: its kept breakpoints are that
@@ -112,7 +114,12 @@ class LiveWorkers:
 
     async def restore(self) -> None:
         """Take back the breakpoints a previous bridge kept (before any worker is held)."""
-        for item in await self._marks.load_breakpoints():
+        loaded = await self._marks.load_breakpoints()
+        if self.ranked is not None:  # (items a bridge before rank sets ignores)
+            taken = self.ranked.recall(i.get("ranked") for i in loaded if isinstance(i, dict))
+            if taken:
+                log.info("restored %d breakpoint settings on rank sets", taken)
+        for item in loaded:
             command, arguments, job = item.get("command"), item.get("arguments"), item.get("job")
             if isinstance(command, str) and isinstance(arguments, dict):
                 key = configuration_key(command, arguments, job if isinstance(job, str) else "")
@@ -244,15 +251,21 @@ class LiveWorkers:
             return
         else:
             self.configuration[key] = arguments
+        self.save_soon()
+
+    def save_soon(self) -> None:
+        """Save what is kept, once for a burst of changes."""
         if self._saving is None or self._saving.done():
             self._saving = asyncio.create_task(self._save())
 
     async def _save(self) -> None:
         await asyncio.sleep(self._save_after)  # one write for a burst of changes
-        kept = [
+        kept: list[dict[str, Any]] = [
             {"job": job, "command": command, "arguments": arguments}
             for (job, command, _), arguments in self.configuration.items()
         ]
+        if self.ranked is not None:
+            kept += [{"ranked": lines} for lines in self.ranked.remember()]
         try:
             await self._marks.save_breakpoints(kept)
         except Exception as exc:  # Ray raises its own RPC errors; kept in memory regardless

@@ -9,13 +9,16 @@ get it.
 
 Each owner's ranked share is its own in a worker's book (:class:`Ranked`), beside what the same
 owner set for every rank, so the job's kept breakpoints (:mod:`.live`), which every later
-worker of the job is given, leave it out.
+worker of the job is given, leave it out. What is kept here is saved beside them all the same
+(:meth:`RankedBreakpoints.remember`), so a bridge that restarts or replaces this one keeps it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,12 +27,16 @@ from raydap.adapter.breakpoints import Spec
 from raydap.adapter.worker_breakpoints import Given
 from raydap.bridge.workers.filters import rank_set
 from raydap.bridge.workers.holder import Holder
+from raydap.bridge.workers.rank_sets import RankSetError
 from raydap.bridge.workers.records import BreakpointRecord
 
 log = logging.getLogger(__name__)
 
-#: Rank-set requests kept at most (then the oldest goes, and is said).
+#: Rank-set requests kept at most (then the oldest goes, and is said), and breakpoints each.
 MAX_KEPT = 1000
+MAX_SPECS = 1000
+#: The longest job, owner, path or rank set taken back.
+MAX_FIELD = 4096
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ class RankedBreakpoints:
         #: By ``(job, owner, path)``: what each owner asked, until it clears it.
         self.kept: dict[tuple[str, str, str], RankedLines] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Told when what is kept changed: the bridge saves it (:meth:`remember`).
+        self.on_change: Callable[[], None] | None = None
         holder.registry.on_rank_facts.append(self._identified)
 
     async def give(self, owner: str, lines: RankedLines) -> list[tuple[BreakpointRecord, Given]]:
@@ -73,6 +82,8 @@ class RankedBreakpoints:
             while len(self.kept) > MAX_KEPT:
                 log.warning("rank-set breakpoints dropped (over %d kept): %s", MAX_KEPT,
                             self.kept.pop(next(iter(self.kept))))  # fmt: skip
+        if self.on_change is not None:
+            self.on_change()
         chosen = self.holder.live_upstreams(lines.job)
         given = await asyncio.gather(*(self._give(u, owner, lines, r) for r, u in chosen))
         return [(r, g) for (r, _), g in zip(chosen, given, strict=True) if g is not None]
@@ -96,6 +107,24 @@ class RankedBreakpoints:
         return await upstream.breakpoints.give(
             Ranked(owner), key, specs, {"source": {"path": lines.path}}, beside_kept=True
         )
+
+    def remember(self) -> list[dict[str, Any]]:
+        """What is kept, as plain values (:meth:`recall` takes them back)."""
+        return [
+            {"job": lines.job, "owner": owner, "path": lines.path, "ranks": lines.ranks,
+             "specs": list(lines.specs)}
+            for (_, owner, _), lines in self.kept.items()
+        ]  # fmt: skip
+
+    def recall(self, items: Iterable[object]) -> int:
+        """Take back what a previous bridge kept (before any worker is held); what is not
+        as :meth:`remember` writes it is left out. Returns how many were taken."""
+        for item in items:
+            lines = _lines(item)
+            if lines is not None and len(self.kept) < MAX_KEPT:
+                owner, found = lines
+                self.kept[(found.job, owner, found.path)] = found
+        return len(self.kept)
 
     def held(self, rid: str, upstream: Upstream) -> None:
         """A live worker is held: it gets its job's rank-set breakpoints that name it."""
@@ -123,3 +152,25 @@ class RankedBreakpoints:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+
+
+def _lines(item: object) -> tuple[str, RankedLines] | None:
+    """An item :meth:`RankedBreakpoints.remember` wrote, read back (it was saved in Ray's GCS,
+    so it is checked as any input is), or None."""
+    if not isinstance(item, dict):
+        return None
+    texts = [item.get(k) for k in ("job", "owner", "path", "ranks")]
+    specs = item.get("specs")
+    if not all(isinstance(t, str) and 0 < len(t) <= MAX_FIELD for t in texts):
+        return None
+    if not isinstance(specs, list) or not 0 < len(specs) <= MAX_SPECS:
+        return None
+    job, owner, path, ranks = (str(t) for t in texts)
+    try:
+        rank_set(ranks)
+        asked = [json.loads(spec) for spec in specs]
+    except (RankSetError, ValueError, TypeError):
+        return None
+    if not all(isinstance(a, dict) for a in asked):
+        return None
+    return owner, RankedLines(job, path, ranks, tuple(specs))

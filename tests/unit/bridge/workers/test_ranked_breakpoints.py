@@ -8,12 +8,14 @@ from contextlib import AsyncExitStack
 
 from raydap.adapter import Upstream
 from raydap.adapter.breakpoints import spec_of
+from raydap.bridge.cluster.dashboard import WorkerRow
 from raydap.bridge.workers.holder import Holder
-from raydap.bridge.workers.live import unranked
+from raydap.bridge.workers.live import LiveWorkers, unranked
 from raydap.bridge.workers.ranked_breakpoints import RankedBreakpoints, RankedLines
 from raydap.bridge.workers.records import BreakpointRecord, RecordState
 from raydap.bridge.workers.registry import Registry
 from tests.unit.adapter.peer import PKG, ScriptedPeer, held_peer
+from tests.unit.bridge.workers.marks import MemoryMarks
 from tests.unit.bridge.workers.test_meshes import identity
 from tests.waiting import until
 
@@ -24,6 +26,10 @@ def told(holder: Holder, rank: int) -> None:
     """Rank ``rank`` says its groups, as a live worker does once its job made its mesh."""
     said = identity(rank, 4, ((2, 2), ("dp", "tp"))).model_dump(mode="json")
     holder.process_groups.told(f"r{rank}", {"identity": said, "job": "01"})
+
+
+async def _none() -> list[WorkerRow]:
+    return []
 
 
 def lines_sent(peer: ScriptedPeer) -> list[list[int]]:
@@ -100,3 +106,29 @@ async def test_a_role_learned_later_and_a_worker_held_later_get_a_breakpoint_on_
         registry.put(worker("b", role="actor"))  # (a role that changes: taken back)
         await until(lambda: lines_sent(later) == [[3], []])
         await ranked.close()
+
+
+async def test_breakpoints_on_a_rank_set_are_saved_with_the_kept_ones_and_taken_back() -> None:
+    marks = MemoryMarks()
+
+    def bridge() -> tuple[LiveWorkers, RankedBreakpoints]:
+        holder = Holder(Registry())
+        live = LiveWorkers(holder, listeners=_none, marks=marks, save_after=0.01)
+        live.ranked = RankedBreakpoints(holder)
+        live.ranked.on_change = live.save_soon
+        return live, live.ranked
+
+    first, ranked = bridge()
+    first.keep("setBreakpoints", {"source": {"path": PATH}, "breakpoints": [{"line": 9}]}, "01")
+    await ranked.give("alice (HTTP)", RankedLines("01", PATH, "tp=1", (spec_of({"line": 3}),)))
+    await until(lambda: len(marks.breakpoints) == 2, what="both kinds saved")
+    marks.breakpoints += [{"ranked": {"job": "01", "owner": "x", "path": PATH, "ranks": "tp=(",
+                                      "specs": ['{"line": 4}']}},  # not a rank set
+                          {"ranked": "nonsense"}]  # fmt: skip
+
+    restarted, taken_back = bridge()
+    await restarted.restore()
+    assert taken_back.kept == ranked.kept  # the rank set's, and nothing made up
+    assert restarted.configuration == first.configuration  # the job's, apart as before
+    await ranked.close()
+    await taken_back.close()
