@@ -14,8 +14,7 @@ import asyncio
 import copy
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from raydap.adapter import in_worker
 from raydap.adapter.breakpoints import (
@@ -26,6 +25,7 @@ from raydap.adapter.errors import Kind, UpstreamError, WorkerError
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.resume import Configuration, Resume
 from raydap.adapter.session_breakpoints import SessionBreakpoints
+from raydap.adapter.session_workers import Worker, WorkerFeed
 from raydap.adapter.translate import Translation
 from raydap.adapter.upstream import Upstream
 from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
@@ -43,68 +43,6 @@ from raydap.protocol import command as command_info
 from raydap.protocol.extension import CAPTURE_POINT_OFF
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False)
-class Worker:
-    """A held worker as a session sees it: ``key`` is its breakpoint id."""
-
-    key: str
-    upstream: Upstream
-    #: Held while it runs (``raydap.live``): it joins running, and what the session set in
-    #: it is taken out again when the client disconnects.
-    live: bool = False
-    #: Its working directory if known before it stops (its Ray package, for path mapping).
-    working_dir: str | None = None
-    #: What it runs and where, as far as the bridge knows.
-    task: str | None = None
-    pid: int | None = None
-    node: str | None = None
-    #: Its rank in the job and its role, where known (``rank 3``, ``critic``).
-    rank: int | None = None
-    role: str | None = None
-    #: A child process of a worker: that worker's key.
-    parent: str | None = None
-
-    @property
-    def label(self) -> str:
-        return self.upstream.name
-
-    def facts(self) -> dict[str, Any]:
-        """The worker as fields, for clients that act on them (a thread's ``worker``) rather
-        than parse display names."""
-        facts = {"key": self.key, "label": self.label, "task": self.task, "pid": self.pid,
-                 "node": self.node, "rank": self.rank, "role": self.role,
-                 "parent": self.parent}  # fmt: skip
-        return {name: value for name, value in facts.items() if value is not None}
-
-
-class WorkerFeed(Protocol):
-    """The workers a session shows, as they become available."""
-
-    #: True for a follow session, which outlives its workers; False for a single worker.
-    follows: bool
-
-    def start(self, join: Callable[[Worker], None], end: Callable[[str], None]) -> None:
-        """Hand workers to ``join`` as they come; ``end(why)`` once no more can come."""
-        ...
-
-    def stop(self) -> None: ...
-
-
-class SingleWorker:
-    """The feed of a session attached to one worker."""
-
-    follows = False
-
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-
-    def start(self, join: Callable[[Worker], None], end: Callable[[str], None]) -> None:
-        join(self.worker)  # it ends when its worker leaves
-
-    def stop(self) -> None:
-        pass
 
 
 class RoutingError(WorkerError):

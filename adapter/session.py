@@ -24,10 +24,11 @@ from raydap.adapter.capabilities import bridge_capabilities
 from raydap.adapter.capture_mux import CaptureFeed, CaptureMux
 from raydap.adapter.channel import Channel
 from raydap.adapter.errors import Kind, WorkerError
-from raydap.adapter.mux import SingleWorker, WorkerFeed, WorkerMux
+from raydap.adapter.mux import WorkerMux
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.phases import Action, Phase, step
 from raydap.adapter.resume import Resume
+from raydap.adapter.session_workers import SingleWorker, WorkerFeed
 from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
 from raydap.live.redact import Redactor
 from raydap.protocol import (

@@ -9,17 +9,15 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from raydap.adapter import capture_points
 from raydap.adapter.breakpoints import BookKey, SessionBook, Spec, book_key, requested
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.adapter.paths import PathMapper
 from raydap.adapter.resume import BreakpointList
+from raydap.adapter.session_workers import Worker
 from raydap.protocol import Event, Request, Response, event, response_to
-
-if TYPE_CHECKING:
-    from raydap.adapter.mux import Worker
 
 
 class SessionBreakpoints:

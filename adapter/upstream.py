@@ -18,16 +18,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from raydap.adapter import upstream_handover as handover
-from raydap.adapter import upstream_settling as settling
 from raydap.adapter.cache import Key, StopCache, answer_for
 from raydap.adapter.channel import Channel
 from raydap.adapter.errors import Kind, UpstreamClosed, UpstreamError
 from raydap.adapter.quirks import PRIVATE_EVENTS, mend_event, mend_response, refusal
 from raydap.adapter.requests import RequestEngine
-from raydap.adapter.settler import Settler
 from raydap.adapter.stops import Stops
 from raydap.adapter.upstream_handover import Carried
 from raydap.adapter.upstream_life import Happening, Life, State, after
+from raydap.adapter.upstream_settling import OutOfHook
 from raydap.adapter.worker_breakpoints import Gate, WorkerBreakpoints
 from raydap.protocol import Event, ProtocolError, Request, Response, Route, event
 from raydap.protocol import command as command_info
@@ -120,8 +119,10 @@ class Upstream:
         #: Capture points this worker turned off, and why: told to each session that joins
         #: later, as its stops are.
         self.points_off: dict[str, str] = {}
-        #: Stops being moved out of Ray's hook (:mod:`.settler`).
-        self._settler = Settler()
+        #: Stops being moved out of Ray's hook (:mod:`.upstream_settling`).
+        self._out_of_hook = OutOfHook(
+            self, self._exchange, self._show_stop, self._spawn, self._first_stop
+        )
         #: Breakpoint settings sent and not answered yet: a stop at one of them may come
         #: first on the wire, naming an id the bridge learns only from the answer.
         self._configuring = 0
@@ -149,7 +150,8 @@ class Upstream:
         """A connection another bridge process held (:meth:`lend`), attached and standing
         where it stood there. Its owner wires it up, then calls :meth:`start`."""
         made = cls(channel, name=name, child_pid=carried.child_pid, **options)
-        return handover.stand_as_carried(made, carried)
+        handover.stand_as_carried(made, carried)
+        return made
 
     async def lend(self) -> tuple[int, Carried]:
         """Stop reading, between two messages, and give the socket's descriptor and what
@@ -166,11 +168,32 @@ class Upstream:
         await handover.abandon(self, reason)
 
     @property
+    def reading(self) -> bool:
+        """Whether it reads the worker (started, and not lent)."""
+        return self._reader is not None and not self._reader.done()
+
+    async def stop_reading(self) -> None:
+        """Stop reading, between two messages (a hand-over lends the socket)."""
+        if self._reader is not None:
+            self._reader.cancel()
+            await asyncio.gather(self._reader, return_exceptions=True)
+
+    def stand(self) -> None:
+        """The handshake's waits are over: attached, standing where it stopped (a connection
+        another bridge process held, :meth:`adopt`)."""
+        self.happen(Happening.ATTACHED)
+        self._initialized.set()
+        self._first_stop.set()
+
+    @property
     def quiet(self) -> bool:
         """Whether nothing is under way with the worker: no request waits for its answer, no
         stop is being settled or shown, no breakpoints are being set."""
         return not (
-            self._requests.waiting or self._background or self._settler or self._configuring
+            self._requests.waiting
+            or self._background
+            or self._out_of_hook.busy
+            or self._configuring
         )
 
     async def handshake(
@@ -225,7 +248,7 @@ class Upstream:
             await attach
             if expect_stop:
                 await asyncio.wait_for(self._first_stop.wait(), timeout)
-            self._happen(Happening.ATTACHED)
+            self.happen(Happening.ATTACHED)
         except BaseException:
             attach.cancel()
             raise
@@ -235,7 +258,7 @@ class Upstream:
         its clients are told."""
         if self.life in (Life.CLOSED, Life.LENT):  # a lent one goes on in the other process
             return
-        self._happen(Happening.DETACH)
+        self.happen(Happening.DETACH)
         self._detach_reason = reason
         with contextlib.suppress(UpstreamError, asyncio.TimeoutError):
             await self.request("disconnect", {"terminateDebuggee": False}, timeout=2.0)
@@ -373,8 +396,8 @@ class Upstream:
             self._initialized.set()
         elif name == "stopped":
             self.cache.clear()
-            if self._settler.takes(body.get("threadId"), body, self.stops_in_ray_hook):
-                self._spawn(settling.settle(self, message))
+            if self._out_of_hook.takes(message):
+                self._spawn(self._out_of_hook.settle(message))
             elif self._configuring:
                 self._spawn(self._show_once_configured(message))
             else:
@@ -441,7 +464,7 @@ class Upstream:
                 self.name,
             )
         self.stops.stopped(message)
-        self._happen(Happening.ATTACHED)
+        self.happen(Happening.ATTACHED)
         self._first_stop.set()
         if isinstance(thread_id, int):
             self._spawn(self._prefetch(thread_id))
@@ -506,14 +529,14 @@ class Upstream:
         for client in list(self.clients):
             client.upstream_event(self, message)
 
-    def _happen(self, happening: Happening) -> None:
+    def happen(self, happening: Happening) -> None:
         """Move to the phase :mod:`.upstream_life`'s table gives (LifeError if none)."""
         self.life = after(self.life, happening)
 
     def _closed(self, reason: str) -> None:
         if self.life is Life.CLOSED:
             return
-        self._happen(Happening.CLOSED)
+        self.happen(Happening.CLOSED)
         self.close_reason = reason
         self.stops.clear()
         self._requests.fail_pending(UpstreamClosed(f"worker {self.name} is gone ({reason})"))

@@ -1,20 +1,55 @@
 """A worker's connection handed to another bridge process between two messages
 (``raydap serve --replace``, :mod:`raydap.bridge.server.handover`): what is lent, and how the
-other process adopts it, standing where it stood. A part of :class:`~.upstream.Upstream`."""
+other process adopts it, standing where it stood. Done to an :class:`~.upstream.Upstream`
+through what it offers for it (:class:`Handed`), never through its insides."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from raydap.adapter.channel import StreamChannel
+from raydap.adapter.channel import Channel, StreamChannel
 from raydap.adapter.errors import Kind, UpstreamClosed, UpstreamError
+from raydap.adapter.stops import Stops
 from raydap.adapter.upstream_life import Happening, Life, State
 from raydap.protocol import Event, parse_message
 
-if TYPE_CHECKING:
-    from raydap.adapter.upstream import Upstream
+
+class Handed(Protocol):
+    """What a hand-over needs of a worker's connection (:class:`~.upstream.Upstream`)."""
+
+    name: str
+    channel: Channel
+    capabilities: dict[str, Any]
+    stops: Stops
+    process_event: Event | None
+    stops_in_ray_hook: bool | None
+    child_pid: int | None
+    close_reason: str
+
+    @property
+    def life(self) -> Life: ...
+
+    @property
+    def state(self) -> State: ...
+
+    @property
+    def quiet(self) -> bool: ...
+
+    @property
+    def reading(self) -> bool: ...
+
+    def happen(self, happening: Happening) -> None: ...
+
+    def stand(self) -> None:
+        """The handshake's waits are over: it stands attached, where it stopped."""
+        ...
+
+    def start(self) -> None: ...
+
+    async def stop_reading(self) -> None: ...
+
+    async def close(self, reason: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -32,7 +67,7 @@ class Carried:
     unread: bytes
 
 
-def stand_as_carried(upstream: Upstream, carried: Carried) -> Upstream:
+def stand_as_carried(upstream: Handed, carried: Carried) -> None:
     """A new upstream on a connection another bridge process held (:func:`lend`), attached
     and standing where it stood there."""
     upstream.capabilities = dict(carried.capabilities)
@@ -44,13 +79,10 @@ def stand_as_carried(upstream: Upstream, carried: Carried) -> Upstream:
         process = parse_message(carried.process_event)
         upstream.process_event = process if isinstance(process, Event) else None
     upstream.stops_in_ray_hook = carried.stops_in_ray_hook
-    upstream._happen(Happening.ATTACHED)
-    upstream._initialized.set()
-    upstream._first_stop.set()
-    return upstream
+    upstream.stand()
 
 
-async def lend(upstream: Upstream) -> tuple[int, Carried]:
+async def lend(upstream: Handed) -> tuple[int, Carried]:
     """Stop reading, between two messages, and give the socket's descriptor and the state
     another process needs to go on (:func:`adopt`). Requests fail while it is lent. Raises
     UpstreamError if something is under way, or for a connection that cannot be lent."""
@@ -58,7 +90,7 @@ async def lend(upstream: Upstream) -> tuple[int, Carried]:
         raise UpstreamClosed(f"worker {upstream.name} is gone ({upstream.close_reason})")
     if (
         not isinstance(upstream.channel, StreamChannel)
-        or upstream._reader is None
+        or not upstream.reading
         or upstream.life is not Life.ATTACHED
     ):
         raise UpstreamError(f"{upstream.name}: its connection cannot be handed over")
@@ -66,9 +98,8 @@ async def lend(upstream: Upstream) -> tuple[int, Carried]:
         raise UpstreamError(
             f"{upstream.name} is busy (a request or a stop is under way)", Kind.UNAVAILABLE
         )
-    upstream._happen(Happening.LEND)
-    upstream._reader.cancel()
-    await asyncio.gather(upstream._reader, return_exceptions=True)
+    upstream.happen(Happening.LEND)
+    await upstream.stop_reading()
     if upstream.state is State.CLOSED:  # closed while its reader stopped
         raise UpstreamClosed(f"worker {upstream.name} is gone ({upstream.close_reason})")
     descriptor, unread = upstream.channel.lend()
@@ -82,16 +113,16 @@ async def lend(upstream: Upstream) -> tuple[int, Carried]:
     )
 
 
-def take_back(upstream: Upstream) -> None:
+def take_back(upstream: Handed) -> None:
     """The hand-over failed: read again from where :func:`lend` stopped."""
     if upstream.life is Life.LENT and isinstance(upstream.channel, StreamChannel):
-        upstream._happen(Happening.TAKE_BACK)
+        upstream.happen(Happening.TAKE_BACK)
         upstream.channel.take_back()
         upstream.start()
 
 
-async def abandon(upstream: Upstream, reason: str) -> None:
+async def abandon(upstream: Handed, reason: str) -> None:
     """The hand-over succeeded: close this process's end of the socket, which the other
-    process holds as well, so the worker sees no disconnect and stays where it is."""
-    await upstream.channel.close()
-    upstream._closed(reason)
+    process holds as well, so the worker sees no disconnect and stays where it is (it reads
+    no more since :func:`lend`)."""
+    await upstream.close(reason)

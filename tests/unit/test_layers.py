@@ -96,6 +96,83 @@ def test_the_capture_room_does_not_reach_into_the_hang_room() -> None:
     assert not crossing
 
 
+def import_graph(found: dict[str, Path]) -> dict[str, set[str]]:
+    """Which of ``found`` each module imports. Imports under ``TYPE_CHECKING`` count (a piece
+    that names its owner's type to call its privates is tied to it all the same); ``from pkg
+    import submodule`` imports the submodule, not the package; a package re-exporting its own
+    modules imports nothing of them here."""
+    graph = {}
+    for module, path in found.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    submodule = f"{node.module}.{alias.name}"
+                    targets.add(submodule if submodule in found else node.module)
+        package = path.name == "__init__.py"
+        graph[module] = {
+            t for t in targets
+            if t in found and t != module and not (package and t.startswith(module + "."))
+        }  # fmt: skip
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each group of modules that import one another, round (Tarjan's strongly connected
+    components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while (top := stack.pop()) != module:
+                group.append(top)
+            if group:
+                found.append(sorted([module, *group]))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_modules_import_one_another_round() -> None:
+    assert circles(import_graph(modules())) == []
+
+
+def test_a_circle_is_found_through_type_checking_and_a_package_is_not_one(tmp_path: Path) -> None:
+    sources = {
+        "pkg/__init__.py": "from pkg.owner import Owner\n",  # re-exports its own: no circle
+        "pkg/owner.py": "from pkg import piece\nclass Owner: ...\n",
+        "pkg/piece.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                        "    from pkg.owner import Owner\n",
+        "pkg/alone.py": "import pkg\n",
+    }  # fmt: skip
+    found = {}
+    for name, text in sources.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+        found[name.removesuffix(".py").removesuffix("/__init__").replace("/", ".")] = (
+            tmp_path / name
+        )
+    assert circles(import_graph(found)) == [["pkg.owner", "pkg.piece"]]
+    (tmp_path / "pkg/piece.py").write_text("OWNER = 'given as an argument'\n")
+    assert circles(import_graph(found)) == []
+
+
 @pytest.mark.parametrize("module", sorted(m for m in modules() if m.startswith("raydap.protocol")))
 def test_the_protocol_layer_does_no_io(module: str) -> None:
     used = {name.split(".")[0] for name in imports(modules()[module])}
