@@ -1,15 +1,15 @@
 """DAP session logic: one upstream connection per worker, any number of client sessions."""
 
-from raydap.adapter.capabilities import bridge_capabilities
 from raydap.adapter.channel import Channel, StreamChannel, adopt_tcp_channel, open_tcp_channel
 from raydap.adapter.errors import UpstreamClosed, UpstreamError
-from raydap.adapter.mux import WorkerMux
-from raydap.adapter.phases import Phase
-from raydap.adapter.session import AttachError, ClientSession
-from raydap.adapter.session_workers import SingleWorker, Worker, WorkerFeed
-from raydap.adapter.upstream import Upstream
-from raydap.adapter.upstream_handover import Carried
-from raydap.adapter.upstream_life import State
+from raydap.adapter.sessions.capabilities import bridge_capabilities
+from raydap.adapter.sessions.mux import WorkerMux
+from raydap.adapter.sessions.phases import Phase
+from raydap.adapter.sessions.session import AttachError, ClientSession
+from raydap.adapter.sessions.workers import SingleWorker, Worker, WorkerFeed
+from raydap.adapter.upstream.connection import Upstream
+from raydap.adapter.upstream.handover import Carried
+from raydap.adapter.upstream.life import State
 
 __all__ = [
     "AttachError",

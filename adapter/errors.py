@@ -3,8 +3,9 @@
 A failure has a :class:`Kind` (a fact, not a phrase to parse) and a message for a person. Each
 door translates the kind once: the HTTP API to a status (``bridge/server/http_api.py``), MCP
 to an ``isError`` result naming it (``bridge/mcp/server.py``), a DAP session to an error reply
-(``adapter/session.py``); the CLI reads the HTTP status. The classes below are the failures of
-one part each (an upstream, an attach, a resume...), so a caller that expects one names it.
+(``adapter/sessions/session.py``); the CLI reads the HTTP status. The classes below are the
+failures of one part each (an upstream, an attach, a resume...), so a caller that expects one
+names it.
 """
 
 from __future__ import annotations

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from raydap.adapter import AttachError, State, Upstream, WorkerFeed, in_worker
-from raydap.adapter.breakpoints import spec_of
-from raydap.adapter.capture_mux import CaptureFeed
+from raydap.adapter import AttachError, State, Upstream, WorkerFeed
+from raydap.adapter.captures.mux import CaptureFeed
 from raydap.adapter.errors import Kind, WorkerError
-from raydap.adapter.quirks import exception_line
-from raydap.adapter.session import Grant
-from raydap.adapter.worker_breakpoints import Given
+from raydap.adapter.sessions.session import Grant
+from raydap.adapter.upstream import in_worker
+from raydap.adapter.upstream.books import spec_of
+from raydap.adapter.upstream.breakpoints import Given
+from raydap.adapter.upstream.quirks import exception_line
 from raydap.bridge.captures.service import CaptureService
 from raydap.bridge.captures.store import Captures
 from raydap.bridge.cluster.remote_stacks import RemoteStacks

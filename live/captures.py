@@ -1,7 +1,7 @@
 """Capture points in a live worker: record the frame and run on, never stop.
 
 The bridge gives a capture point to every live worker as a plain debugpy breakpoint whose
-condition calls :func:`hit` (see :mod:`raydap.adapter.capture_points`) and is always false, so
+condition calls :func:`hit` (see :mod:`raydap.adapter.captures.points`) and is always false, so
 pydevd never suspends the thread and never sends ``stopped``: debugpy's own machinery finds the
 line, in children and in workers that start later, on every Python it supports. :func:`hit`
 applies the point's limits, reads the frame (:mod:`.capture_values`, which runs nothing of the

@@ -1,12 +1,13 @@
 """Ray's breakpoint hook, made to stop at the user's line on Python 3.12+, inside the worker.
 
 From 3.12 on debugpy traces with ``sys.monitoring``, and two stops Ray makes land in the wrong
-place (``raydap.adapter.ray_hook`` explains both; the bridge moves them for workers without this
-hook, at the cost of a few requests): a ``breakpoint()`` ends as a step return into Ray's own
-``rpdb.py``, and a post-mortem stop is nested by pydevd inside itself. Here, where raydap runs in
-the worker, the cause is fixed instead: the step starts from Ray's outermost hook frame, so
-returning from it lands on the user's ``breakpoint()`` line, and pydevd's unhandled-exception
-stop runs with this thread's monitoring off, so it suspends where the exception was raised.
+place (``raydap.adapter.upstream.ray_hook`` explains both; the bridge moves them for workers
+without this hook, at the cost of a few requests): a ``breakpoint()`` ends as a step return
+into Ray's own ``rpdb.py``, and a post-mortem stop is nested by pydevd inside itself. Here,
+where raydap runs in the worker, the cause is fixed instead: the step starts from Ray's
+outermost hook frame, so returning from it lands on the user's ``breakpoint()`` line, and
+pydevd's unhandled-exception stop runs with this thread's monitoring off, so it suspends where
+the exception was raised.
 
 One more 3.12+ trap is here too: while debugpy watches a thread, every exception raised there
 carries pydevd's tag (``exc.__dict__["__pydevd_tag__"]``, a class of pydevd's Cython module).

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-#: A capture point's id, as :mod:`raydap.adapter.capture_points` makes them.
+#: A capture point's id, as :mod:`raydap.adapter.captures.points` makes them.
 POINT_ID = r"^cp-[0-9a-f]{10}$"
 MAX_FRAMES = 64
 #: A line number past any real source file (a capture's source is padded to it for editors).

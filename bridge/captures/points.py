@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from raydap.adapter import State, Upstream
-from raydap.adapter.breakpoints import spec_of
-from raydap.adapter.capture_points import MODE, SETTINGS, point_id, tag
+from raydap.adapter.captures.points import MODE, SETTINGS, point_id, tag
 from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.upstream.books import spec_of
 from raydap.bridge.workers.filters import rank_set
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.rank_sets import RankSetError

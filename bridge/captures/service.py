@@ -1,7 +1,7 @@
 """What a person can do with capture points and captures, behind every door but DAP.
 
 The HTTP API, the CLI (through it), the MCP tools and the web page call this; a DAP session
-sets capture points as breakpoints of its own (:mod:`raydap.adapter.capture_points`) and opens
+sets capture points as breakpoints of its own (:mod:`raydap.adapter.captures.points`) and opens
 a capture as a read-only stop. Answers are models and plain values; failures are
 :class:`~raydap.adapter.errors.WorkerError` with a kind each door translates once.
 """
@@ -14,9 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from raydap.adapter import AttachError, capture_paths
-from raydap.adapter.capture_mux import CaptureFeed
-from raydap.adapter.capture_points import MODE, SETTINGS, riding
+from raydap.adapter import AttachError
+from raydap.adapter.captures import paths as capture_paths
+from raydap.adapter.captures.mux import CaptureFeed
+from raydap.adapter.captures.points import MODE, SETTINGS, riding
 from raydap.adapter.errors import Kind, WorkerError
 from raydap.bridge.captures.points import Points
 from raydap.bridge.captures.store import Capture, CaptureKind, Captures, CaptureSummary
@@ -217,7 +218,7 @@ def _user_condition(point: dict[str, Any], settings: dict[str, Any]) -> str | No
 
 def read_path(capture: Capture, expression: str, frame: int = 0) -> dict[str, Any]:
     """The captured value at ``expression`` in a frame's locals (see
-    :mod:`raydap.adapter.capture_paths`)."""
+    :mod:`raydap.adapter.captures.paths`)."""
     if not 0 <= frame < len(capture.frames):
         raise WorkerError(f"the capture has no frame {frame}", Kind.INVALID)
     values = capture.frames[frame].get("locals")

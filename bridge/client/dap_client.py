@@ -10,7 +10,7 @@ from typing import Any
 
 from raydap.adapter import Channel, open_tcp_channel
 from raydap.adapter.requests import RequestEngine
-from raydap.adapter.websocket import open_websocket_channel
+from raydap.adapter.sessions.websocket import open_websocket_channel
 from raydap.protocol import Event, Request, Response, response_to
 
 Observer = Callable[[Request | Response | Event], None]

@@ -38,7 +38,7 @@ class LiveMark(BaseModel):
     python: tuple[int, int] | None = None
     #: Whether its ``breakpoint()`` and post-mortem stops land inside Ray's hook (Python 3.12+
     #: where ``raydap.live`` could not patch the hook) and need moving by the bridge
-    #: (:mod:`raydap.adapter.ray_hook`); None from a ``raydap.live`` that did not say.
+    #: (:mod:`raydap.adapter.upstream.ray_hook`); None from a ``raydap.live`` that did not say.
     stops_in_ray_hook: bool | None = None
     #: What names its rank in its environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``).
     env: dict[str, str] = Field(default_factory=dict, max_length=16)

@@ -10,7 +10,7 @@ from ssl import SSLContext
 from typing import Any
 
 from raydap.adapter import ClientSession, StreamChannel
-from raydap.adapter.session import Audit, Authorize, Resolver
+from raydap.adapter.sessions.session import Audit, Authorize, Resolver
 from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.live.redact import DEFAULT as DEFAULT_REDACTOR
 from raydap.live.redact import Redactor

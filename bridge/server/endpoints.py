@@ -10,8 +10,8 @@ from typing import Any
 from aiohttp import WSCloseCode, web
 
 from raydap.adapter import ClientSession
-from raydap.adapter.session import Grant, Resolver
-from raydap.adapter.websocket import WebSocketChannel
+from raydap.adapter.sessions.session import Grant, Resolver
+from raydap.adapter.sessions.websocket import WebSocketChannel
 from raydap.bridge.hangs.verdicts import Verdict as HangVerdict
 from raydap.bridge.service import Feeds
 from raydap.bridge.workers.registry import Resync

@@ -14,8 +14,8 @@ which ranks may still be on their own timeout; where a rank of the job stands st
 it raises and lets the stop through at once. A rank without a recorder to read (off, or
 empty) is covered by its raise alone. Every door passes here: each held live worker's
 upstream is given :meth:`CollectiveGate.before_stopping` as its gate
-(:attr:`raydap.adapter.upstream.Upstream.gate`), and breakpoints and Pause reach a worker only
-through its upstream.
+(:attr:`raydap.adapter.upstream.connection.Upstream.gate`), and breakpoints and Pause reach a
+worker only through its upstream.
 """
 
 from __future__ import annotations

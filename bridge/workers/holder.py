@@ -26,7 +26,7 @@ from raydap.adapter import (
     open_tcp_channel,
 )
 from raydap.adapter.errors import Kind, WorkerError
-from raydap.adapter.worker_breakpoints import Gate
+from raydap.adapter.upstream.breakpoints import Gate
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark
 from raydap.bridge.workers.holds import Hold, Holds, Step

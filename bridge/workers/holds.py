@@ -1,5 +1,5 @@
 """Each worker's hold, as pure data: its phases and the transition table (as an upstream's
-life is, :mod:`raydap.adapter.upstream_life`). :class:`~.holder.Holder` only carries out
+life is, :mod:`raydap.adapter.upstream.life`). :class:`~.holder.Holder` only carries out
 what it says.
 
 ``(none)`` --found--> ``HOLDING`` --connected--> ``HELD`` --lent--> ``LENT``

@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from raydap.adapter import Upstream, UpstreamError
-from raydap.adapter.breakpoints import BOOK_COMMANDS, set_arguments, spec_of
-from raydap.adapter.capture_points import unmerge
-from raydap.adapter.worker_breakpoints import KEPT
+from raydap.adapter.captures.points import unmerge
+from raydap.adapter.upstream.books import BOOK_COMMANDS, set_arguments, spec_of
+from raydap.adapter.upstream.breakpoints import KEPT
 from raydap.bridge.cluster.dashboard import TaskRow, WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import Marks

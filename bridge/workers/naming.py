@@ -14,7 +14,8 @@ import ast
 import contextlib
 from typing import Any, Protocol
 
-from raydap.adapter import State, Upstream, UpstreamError, in_worker
+from raydap.adapter import State, Upstream, UpstreamError
+from raydap.adapter.upstream import in_worker
 from raydap.bridge.cluster.dashboard import ActorRow, TaskRow
 from raydap.bridge.workers import ranks
 from raydap.bridge.workers.records import BreakpointRecord

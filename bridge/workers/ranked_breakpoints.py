@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from raydap.adapter import Upstream
-from raydap.adapter.breakpoints import Spec
-from raydap.adapter.worker_breakpoints import Given
+from raydap.adapter.upstream.books import Spec
+from raydap.adapter.upstream.breakpoints import Given
 from raydap.bridge.workers.filters import rank_set
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.rank_sets import RankSetError

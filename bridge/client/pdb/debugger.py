@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raydap.adapter import in_worker
+from raydap.adapter.upstream import in_worker
 from raydap.bridge.client.dap_client import DapClient
 from raydap.bridge.client.pdb import evaluation, source
 from raydap.bridge.client.pdb.breakpoints import BreakpointTable

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from raydap.adapter.quirks import exception_line
+from raydap.adapter.upstream.quirks import exception_line
 
 _BUILTINS = "__import__('builtins')"
 

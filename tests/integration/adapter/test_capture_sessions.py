@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from raydap.adapter import AttachError, bridge_capabilities
-from raydap.adapter.capture_mux import CaptureFeed
+from raydap.adapter.captures.mux import CaptureFeed
 from raydap.bridge.client.dap_client import DapRequestFailed
 from raydap.bridge.server.auth import Token
 from raydap.bridge.server.dap_listener import DapListener

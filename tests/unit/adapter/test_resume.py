@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from raydap.adapter import ClientSession, Phase, SingleWorker, Upstream, Worker, WorkerMux
-from raydap.adapter.breakpoints import SessionBook
-from raydap.adapter.ids import IdMap
-from raydap.adapter.paths import PathMapper
 from raydap.adapter.resume import MAX_ITEMS, Resume
+from raydap.adapter.sessions.ids import IdMap
+from raydap.adapter.sessions.paths import PathMapper
+from raydap.adapter.upstream.books import SessionBook
 from raydap.protocol import Event, Request, Response
 from raydap.protocol.extension import REPLACED
-from tests.unit.adapter.test_session import DebugGrant, MemoryChannel
+from tests.unit.adapter.sessions.test_session import DebugGrant, MemoryChannel
 from tests.waiting import until
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from raydap.adapter.quirks import exception_line
+from raydap.adapter.upstream.quirks import exception_line
 from raydap.bridge.client.api_client import ApiClient
 from raydap.bridge.client.cli import build_parser, main
 from raydap.bridge.client.render import breakpoints_table, duration

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from raydap.adapter.breakpoints import spec_of
-from raydap.adapter.worker_breakpoints import WorkerBreakpoints
+from raydap.adapter.upstream.books import spec_of
+from raydap.adapter.upstream.breakpoints import WorkerBreakpoints
 from raydap.bridge.workers.filters import WorkerFilter
 from raydap.bridge.workers.group_timeouts import (
     Follows,

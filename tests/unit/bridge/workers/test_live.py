@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raydap.adapter.worker_breakpoints import WorkerBreakpoints
+from raydap.adapter.upstream.breakpoints import WorkerBreakpoints
 from raydap.bridge.cluster.dashboard import WorkerRow
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark

@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 
 from raydap.adapter import Upstream
-from raydap.adapter.breakpoints import spec_of
+from raydap.adapter.upstream.books import spec_of
 from raydap.bridge.cluster.dashboard import WorkerRow
 from raydap.bridge.workers.holder import Holder
 from raydap.bridge.workers.live import LiveWorkers, unranked
