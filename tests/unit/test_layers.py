@@ -211,7 +211,12 @@ def test_the_extensions_copy_of_the_replaced_event_is_the_protocols() -> None:
 #: vocabulary (the DAP doors build the adapter's sessions; the HTTP door keeps the set of them
 #: open on /dap, to close them when the bridge stops).
 SERVICE_DOORS = {
-    "raydap.bridge.server.http_api": {"raydap.adapter.ClientSession"},
+    "raydap.bridge.server.http_api": set(),
+    "raydap.bridge.server.http.common": {"raydap.adapter.ClientSession"},
+    "raydap.bridge.server.http.workers": set(),
+    "raydap.bridge.server.http.hangs": set(),
+    "raydap.bridge.server.http.captures": set(),
+    "raydap.bridge.server.http.breakpoints": set(),
     "raydap.bridge.mcp.catalog": set(),
     "raydap.bridge.mcp.desk": set(),
     "raydap.bridge.mcp.server": set(),
