@@ -15,7 +15,6 @@ import asyncio
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from raydap.adapter import AttachError, State, Upstream, WorkerFeed
@@ -30,10 +29,8 @@ from raydap.bridge.captures.service import CaptureService
 from raydap.bridge.captures.store import Captures
 from raydap.bridge.cluster.remote_stacks import RemoteStacks
 from raydap.bridge.hangs import stacks
-from raydap.bridge.hangs.grid import Grid
 from raydap.bridge.hangs.outside_pause import OutsidePause
-from raydap.bridge.hangs.reports import HangReports
-from raydap.bridge.hangs.verdicts import Verdict
+from raydap.bridge.hangs.service import HangService
 from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.workers import follow, group
 from raydap.bridge.workers.filters import WorkerFilter
@@ -75,42 +72,6 @@ class GroupPause:
 
     def answer(self) -> dict[str, Any]:
         return {"paused": self.paused, "failed": self.failed}
-
-
-@dataclass(frozen=True)
-class HangList:
-    """Each watched job's verdict, and how the watch is set, as every door lists them."""
-
-    jobs: list[Verdict]
-    #: Seconds of standing stacks after which a job is suspected hung.
-    hang_after: float
-    #: Which jobs are watched: ``live`` (jobs with live workers), ``all``, or those asked.
-    watching: str
-    #: Why the last look at the cluster failed, if it did.
-    error: str | None
-
-    def answer(self) -> dict[str, Any]:
-        return {
-            "jobs": [v.model_dump(mode="json") for v in self.jobs],
-            "hang_after": self.hang_after,
-            "watching": self.watching,
-            "error": self.error,
-        }
-
-
-@dataclass(frozen=True)
-class HangReport:
-    """A hang report on this bridge's machine: its folder, its verdict read back, and all of it
-    as one ``.tar.gz`` (for a person on another machine). Both read files: call off the loop."""
-
-    folder: Path
-    reports: HangReports
-
-    def verdict(self) -> dict[str, Any]:
-        return self.reports.verdict(self.folder)
-
-    def archive(self) -> bytes:
-        return self.reports.archive(self.folder)
 
 
 @dataclass(frozen=True)
@@ -166,9 +127,12 @@ class Workers:
     redactor: Redactor = DEFAULT_REDACTOR
     #: Breakpoints on a rank set, kept for ranks whose coordinates come later.
     ranked: RankedBreakpoints = field(init=False)
+    #: What the doors ask of the hang watch (``unavailable`` while it is off).
+    hangs: HangService = field(init=False)
 
     def __post_init__(self) -> None:
         self.ranked = RankedBreakpoints(self.holder)
+        self.hangs = HangService(self.hang_watch)
 
     @property
     def captures(self) -> CaptureService:
@@ -298,45 +262,6 @@ class Workers:
         body = stop.body if stop is not None and isinstance(stop.body, dict) else {}
         reason = body.get("reason")
         return frame, reason if isinstance(reason, str) else None
-
-    def hangs(self, job: str | None = None) -> HangList:
-        """Each watched job's verdict, or ``job``'s (``unavailable`` when the watch is off)."""
-        watch = self.watch()
-        verdicts = [v for v in watch.verdicts() if job is None or v.job == job]
-        return HangList(verdicts, watch.judge.hang_after, watch.scope, watch.last_error)
-
-    def watch_job(self, job: str) -> None:
-        """Watch one more job for hangs (any job, live workers or not); ``refused`` past the
-        watch's bound on jobs asked for."""
-        try:
-            self.watch().watch(job)
-        except ValueError as exc:
-            raise WorkerError(str(exc), Kind.REFUSED) from None
-
-    def hang_report(self, job: str) -> HangReport:
-        """The latest hang report of ``job`` on this bridge's machine."""
-        reports = self.watch().reports
-        found = reports.latest(job) if reports is not None else None
-        if reports is None or found is None:
-            raise WorkerError(f"no hang report of job {job!r} on this bridge", Kind.NOT_FOUND)
-        return HangReport(found, reports)
-
-    def hang_grid(self, job: str) -> Grid:
-        """``job``'s collectives as a grid, while it is a suspected hang its recorders explain
-        (``not_found`` otherwise)."""
-        grid = self.watch().grid(job)
-        if grid is None:
-            raise WorkerError(
-                f"job {job!r} is not a suspected hang whose collectives disagree", Kind.NOT_FOUND
-            )
-        return grid
-
-    def watch(self) -> HangWatch:
-        if self.hang_watch is None:
-            raise WorkerError(
-                "the bridge's hang watch is off (raydap serve --hang-watch)", Kind.UNAVAILABLE
-            )
-        return self.hang_watch
 
     async def wait_for_pause(
         self, where: WorkerFilter, count: int, timeout: float

@@ -80,12 +80,12 @@ class Desk:
         answer["workers"] = [  # records, as list_workers shows them
             summary(BreakpointRecord.model_validate(w)) for w in answer.get("workers", [])
         ]
-        if self.workers.hang_watch is not None:
-            answer["hang_verdicts"] = self.workers.hangs(ask.filter.job).answer()["jobs"]
+        if self.workers.hangs.on:
+            answer["hang_verdicts"] = self.workers.hangs.verdicts(ask.filter.job).answer()["jobs"]
         return answer
 
     async def hangs(self, ask: catalog.Hangs) -> dict[str, Any]:
-        listed = self.workers.hangs(ask.job)
+        listed = self.workers.hangs.verdicts(ask.job)
         answer = {k: v for k, v in listed.answer().items() if k in ("jobs", "hang_after")}
         if ask.job is not None and not listed.jobs:
             answer["hint"] = (

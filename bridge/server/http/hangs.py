@@ -55,7 +55,7 @@ async def merged_stacks(request: web.Request) -> web.Response:
 @routes.get("/api/v1/hangs")
 async def list_hangs(request: web.Request) -> web.Response:
     """Each watched job's verdict: ``progressing`` or ``suspected_hang`` with its stragglers."""
-    return web.json_response(request.app[SERVICES].workers.hangs().answer())
+    return web.json_response(request.app[SERVICES].workers.hangs.verdicts().answer())
 
 
 @routes.post("/api/v1/hangs/watch")
@@ -63,7 +63,7 @@ async def watch_job(request: web.Request) -> web.Response:
     """Watch one more job for hangs (any job, live workers or not)."""
     body = await read_body(request, WatchBody)
     try:
-        request.app[SERVICES].workers.watch_job(body.job)
+        request.app[SERVICES].workers.hangs.watch_job(body.job)
     except WorkerError as exc:
         if exc.kind is not Kind.REFUSED:
             raise
@@ -76,7 +76,7 @@ async def watch_job(request: web.Request) -> web.Response:
 async def hang_report(request: web.Request) -> web.Response:
     """The latest hang report of a job: its verdict, and where it lies on the bridge's
     machine (``.tar.gz``: the whole report, for a person on another machine)."""
-    report = request.app[SERVICES].workers.hang_report(job_in_path(request))
+    report = request.app[SERVICES].workers.hangs.report(job_in_path(request))
     folder = report.folder
     try:
         if request.match_info.get("archive"):
@@ -95,7 +95,7 @@ async def hang_report(request: web.Request) -> web.Response:
 async def hang_grid(request: web.Request) -> web.Response:
     """A suspected hang's collectives as a grid: ranks (grouped where they agree) against the
     last numbers of the blamed group, the missing and the odd cells marked."""
-    grid = request.app[SERVICES].workers.hang_grid(job_in_path(request))
+    grid = request.app[SERVICES].workers.hangs.grid(job_in_path(request))
     return web.json_response(grid.model_dump(mode="json"))
 
 

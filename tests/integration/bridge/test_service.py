@@ -73,5 +73,5 @@ async def test_a_paused_worker_read_stepped_and_continued_through_the_service(
         await workers.continue_workers("ffffffff")
     assert unknown.value.kind is Kind.NOT_FOUND
     with pytest.raises(WorkerError) as off:
-        workers.hangs()
+        workers.hangs.verdicts()
     assert off.value.kind is Kind.UNAVAILABLE
