@@ -12,7 +12,9 @@ S1  matching a rank set against 10,000 ranks, for several rank sets: the matcher
     20 runs.
 S2  deriving the mesh coordinates of 1,000 ranks (a 10 x 10 x 10 (pp, dp, tp) mesh) from
     their identities as the bridge receives them: checking each answer's JSON
-    (``read_identity``) and then ``meshes.places``, each timed apart, for all 1,000.
+    (``read_identity``) and then ``meshes.places``, each timed apart, for all 1,000; once
+    from their groups alone, once with the mesh torch tells beside them (``init_device_mesh``
+    seen by the live hook), which must give the same coordinates.
 """
 
 from __future__ import annotations
@@ -35,20 +37,27 @@ from raydap.protocol.collectives import Identity, read_identity
 RANK_SETS = ("0-4999,9000-9999", "pp=1 tp=0:4 dp=(1,3)", "group=mesh_tp:5", "actor pp=3")
 
 
-def identity_body(rank: int, shape: tuple[int, ...], dims: tuple[str, ...]) -> dict[str, Any]:
+def identity_body(
+    rank: int, shape: tuple[int, ...], dims: tuple[str, ...], *, told: bool = False
+) -> dict[str, Any]:
     """What a live rank of a row-major mesh sends: its default group and, along each
-    dimension, the group of the ranks differing from it there only (one strided run)."""
+    dimension, the group of the ranks differing from it there only (one strided run); with
+    ``told``, the mesh as torch tells it too."""
     world = math.prod(shape)
     groups: list[dict[str, Any]] = [{"name": "0", "desc": "default_pg", "spans": [[0, world, 1]]}]
     stride = world
+    coords = []
     for d, (size, dim) in enumerate(zip(shape, dims, strict=True)):
         stride //= size
         coord = rank // stride % size
+        coords.append(coord)
         base = rank - coord * stride
         groups.append({"name": str(d + 1), "desc": f"mesh_{dim}",
-                       "spans": [[base, base + size * stride, stride]]})  # fmt: skip
-    said = {"rank": rank, "world_size": world, "backend": "nccl", "world": "10.0.0.1:29500",
-            "groups": groups}  # fmt: skip
+                       "spans": [[base, base + (size - 1) * stride + 1, stride]]})  # fmt: skip
+    said: dict[str, Any] = {"rank": rank, "world_size": world, "backend": "nccl",
+                            "world": "10.0.0.1:29500", "groups": groups}  # fmt: skip
+    if told:
+        said["meshes"] = [{"dims": list(dims), "shape": list(shape), "coord": coords}]
     return {"identity": said, "job": "02000000"}
 
 
@@ -94,26 +103,31 @@ def s1_match(records: list[BreakpointRecord], runs: int) -> dict[str, Any]:
 
 def s2_derive(ranks: int, runs: int) -> dict[str, Any]:
     shape, dims = (10, 10, 10), ("pp", "dp", "tp")
-    bodies = [identity_body(rank % math.prod(shape), shape, dims) for rank in range(ranks)]
-    read_took, place_took = [], []
-    for _ in range(runs):
-        start = time.perf_counter()
-        identities: list[Identity] = []
-        for body in bodies:
-            said = read_identity(body)
-            assert said is not None and said.identity is not None
-            identities.append(said.identity)
-        read_took.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        placed = [meshes.places(identity) for identity in identities]
-        place_took.append(time.perf_counter() - start)
-        assert all(len(p) == 1 and len(p[0].axes) == 3 for p in placed)
-    return {
-        "ranks": ranks,
-        "read_identity_median_ms": round(statistics.median(read_took) * 1e3, 2),
-        "places_median_ms": round(statistics.median(place_took) * 1e3, 2),
-        "places_max_ms": round(max(place_took) * 1e3, 2),
-    }
+    found: dict[str, Any] = {"ranks": ranks}
+    placed_by: dict[str, list[dict[str, int]]] = {}
+    for told, name in ((False, ""), (True, "told_")):
+        bodies = [identity_body(r % math.prod(shape), shape, dims, told=told) for r in range(ranks)]
+        read_took, place_took = [], []
+        for _ in range(runs):
+            start = time.perf_counter()
+            identities: list[Identity] = []
+            for body in bodies:
+                said = read_identity(body)
+                assert said is not None and said.identity is not None
+                identities.append(said.identity)
+            read_took.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            placed = [meshes.places(identity) for identity in identities]
+            place_took.append(time.perf_counter() - start)
+            assert all(len(p) == 1 and len(p[0].axes) == 3 for p in placed)
+        placed_by[name] = [meshes.coords(p) for p in placed]
+        found |= {
+            f"{name}read_identity_median_ms": round(statistics.median(read_took) * 1e3, 2),
+            f"{name}places_median_ms": round(statistics.median(place_took) * 1e3, 2),
+            f"{name}places_max_ms": round(max(place_took) * 1e3, 2),
+        }
+    assert placed_by[""] == placed_by["told_"]  # torch's account says what the groups say
+    return found
 
 
 async def run(smoke: bool) -> dict[str, Any]:
