@@ -420,6 +420,17 @@ function stackBranch(node, stragglers) {
   return item;
 }
 
+// One tree per coordinate along the dimension asked for (`by`): where each pipeline stage is.
+function stackGroups(answer, stragglers) {
+  return answer.groups.map((group) => {
+    const at = group.coord === null || group.coord === undefined ? `no ${answer.by} coordinate` : `${answer.by}=${group.coord}`;
+    const count = `${group.workers.length} worker${group.workers.length === 1 ? '' : 's'}`;
+    return el('section', { class: 'stack-group' }, el('h3', { text: `${at}: ${count}` }),
+      el('ul', { role: 'tree', 'aria-label': `Merged stacks, ${at}` },
+        ...group.tree.children.map((child) => stackBranch(child, stragglers))));
+  });
+}
+
 async function loadStacks() {
   const tree = $('stacks-tree');
   tree.replaceChildren(el('p', { text: 'reading stacks …' }));
@@ -427,10 +438,12 @@ async function loadStacks() {
   try {
     const query = new URLSearchParams(currentFilter());
     if ($('stacks-locals').checked) query.set('locals', '1');
+    const by = $('stacks-by').value.trim(); // the bridge checks it is a dimension's name
+    if (by) query.set('by', by);
     const answer = await api('GET', `/api/v1/stacks?${query}`);
     const stragglers = stragglerIds();
     drawStacksChart(answer.tree, stragglers); // stacks-chart.js
-    const parts = [el('ul', { role: 'tree', 'aria-label': 'Merged stacks' },
+    const parts = answer.groups ? stackGroups(answer, stragglers) : [el('ul', { role: 'tree', 'aria-label': 'Merged stacks' },
       ...answer.tree.children.map((child) => stackBranch(child, stragglers)))];
     if (!answer.tree.children.length) parts.push(el('p', { text: 'No paused worker to read.' }));
     for (const failure of answer.failed) parts.push(el('p', { class: 'error', text: `${failure.id}: ${failure.reason}` }));

@@ -117,6 +117,17 @@ async def find_on_the_page(bridge: BridgeProcess, browser: object, job_id: str) 
     await expect(shown).to_have_count(0)
     await find.fill("")
     await expect(shown).to_have_count(4)
+    # The Stacks tab, one tree per dp coordinate: both ranks of each at the breakpoint
+    await page.get_by_role("tab", name="Stacks").click()
+    stacks_panel = page.get_by_role("tabpanel", name="Stacks")
+    await page.get_by_label("one tree per").fill("dp")
+    await stacks_panel.get_by_role("button", name="Refresh").click()
+    for dp in (0, 1):
+        tree = page.get_by_role("tree", name=f"Merged stacks, dp={dp}")
+        await expect(tree.get_by_role("button").last).to_contain_text("2 workers", timeout=20_000)
+    await page.get_by_label("one tree per").fill("dp=0")
+    await stacks_panel.get_by_role("button", name="Refresh").click()
+    await expect(page.locator("#stacks-tree")).to_contain_text("a mesh dimension is a name")
     await page.close()
 
 
