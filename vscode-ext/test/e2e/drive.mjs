@@ -122,13 +122,28 @@ async function openRayViewWithToken(page) {
   return ray;
 }
 
+/** Click an inline button of a tree row. VS Code shows it only while the row is hovered, and
+ * a row whose record changes (a paused time counting) is redrawn under a still mouse, hidden
+ * again: so hover and try, again until it is clicked. */
+async function clickInline(row, name, within = 60_000) {
+  const deadline = Date.now() + within;
+  for (;;) {
+    await row.hover();
+    try {
+      await row.getByRole('button', { name }).click({ timeout: 2_000 });
+      return;
+    } catch (error) {
+      if (error?.name !== 'TimeoutError' || Date.now() > deadline) throw error;
+    }
+  }
+}
+
 /** Click a button of the job's row, then wait for `done`. A record that changes as the
  * button is clicked redraws the row, and VS Code then runs the command without its row: it
  * asks which job, and a person picks it. */
 async function onJobRow(page, job, button, done) {
-  await job.hover();
   const jobId = ((await job.getAttribute('aria-label')) ?? '').match(/^Job (\w+)/)?.[1];
-  await job.getByRole('button', { name: button }).click();
+  await clickInline(job, button);
   const asked = page.locator('.quick-input-widget', { hasText: 'Which job?' });
   await done.or(asked).first().waitFor();
   if (await asked.isVisible()) {
@@ -158,8 +173,7 @@ async function attachAndFollow(page) {
   // The row shows how long the worker has been paused, so it is redrawn every second: a click
   // as it is redrawn runs Attach without its row, and VS Code asks which worker (as for a job).
   const frame = page.locator('.debug-call-stack .monaco-list-row', { hasText: 'train_step' }).first();
-  await worker.hover();
-  await worker.getByRole('button', { name: 'Attach' }).click();
+  await clickInline(worker, 'Attach');
   const asked = page.locator('.quick-input-widget', { hasText: 'Attach to which paused worker?' });
   await frame.or(asked).first().waitFor();
   if (await asked.isVisible()) {
