@@ -258,7 +258,7 @@ class Workers:
             frame: dict[str, Any] | None = frames[0]
         except WorkerError:
             frame = None
-        stop = upstream.top_stop()
+        stop = upstream.stops.top()
         body = stop.body if stop is not None and isinstance(stop.body, dict) else {}
         reason = body.get("reason")
         return frame, reason if isinstance(reason, str) else None

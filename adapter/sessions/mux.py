@@ -141,7 +141,7 @@ class WorkerMux:
         for task in self._joining:
             task.cancel()
         for worker in self.workers.values():
-            worker.upstream.remove_client(self)
+            worker.upstream.audience.remove(self)
         for worker in self._configured.values():
             self.breakpoints.take_back(worker, resend=False)
         self.workers.clear()
@@ -195,7 +195,7 @@ class WorkerMux:
             return
         self.workers[worker.key] = worker
         self._by_upstream[worker.upstream] = worker
-        worker.upstream.add_client(self)
+        worker.upstream.audience.add(self)
         if self.feed.follows:
             self._say(f"raydap: following {worker.label} ({worker.key})")
         elif worker.upstream.process_event is not None:
@@ -206,7 +206,7 @@ class WorkerMux:
             if isinstance(thread_id, int):  # clients learn of threads without asking
                 started = {"reason": "started", "threadId": thread_id}
                 self._send(event("thread", self._to_client(worker, started)))
-        for point, why in list(worker.upstream.points_off.items()):
+        for point, why in list(worker.upstream.news.points_off.items()):
             self.breakpoints.point_off(worker, {"point": point, "reason": why})
         self.breakpoints.announce()
         for stop in stops:
@@ -406,7 +406,7 @@ class WorkerMux:
 
     async def _continue_all(self) -> list[str]:
         async def resume(worker: Worker) -> str | None:
-            stop = worker.upstream.top_stop()
+            stop = worker.upstream.stops.top()
             if stop is None:
                 return None
             thread_id = (stop.body or {}).get("threadId", 0)

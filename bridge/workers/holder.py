@@ -26,6 +26,7 @@ from raydap.adapter import (
     open_tcp_channel,
 )
 from raydap.adapter.errors import Kind, WorkerError
+from raydap.adapter.upstream import handover
 from raydap.adapter.upstream.breakpoints import Gate
 from raydap.bridge.cluster.discovery import PausedWorker
 from raydap.bridge.cluster.live_marks import LiveMark
@@ -311,7 +312,7 @@ class Holder:
         # live worker is given its job's kept breakpoints during it.
         self._wire(record, upstream)
         if (on_capture := self.on_capture) is not None:  # restored capture points fire at once
-            upstream.on_capture = lambda body: on_capture(record.id, body)
+            upstream.news.on_capture = lambda body: on_capture(record.id, body)
         try:
             hooks = self.live_hooks if record.live else None
             await upstream.handshake(
@@ -333,7 +334,7 @@ class Holder:
     def _wire(self, record: BreakpointRecord, upstream: Upstream) -> None:
         """What every held worker's connection is given, new or adopted."""
         upstream.breakpoints.capture_settings = self.capture_settings
-        upstream.on_child = lambda pid: self.hold_child(record.id, pid)
+        upstream.news.on_child = lambda pid: self.hold_child(record.id, pid)
         if record.live and self.gate_for is not None:
             upstream.gate = self.gate_for(record.id)
 
@@ -409,7 +410,7 @@ class Holder:
         """Continue every stopped thread of one held worker; returns its id. Raises
         AttachError for an id that names no held worker, ResumeFailed if it cannot run on."""
         rid, upstream = await self.held_worker(id_or_prefix)
-        stop = upstream.top_stop()
+        stop = upstream.stops.top()
         if stop is None:
             raise ResumeFailed(f"worker {rid} is already running", Kind.NOT_PAUSED)
         thread_id = (stop.body or {}).get("threadId", 0)
@@ -444,7 +445,7 @@ class Holder:
                 record = self.registry.get(rid)
                 if record is None or upstream.state is State.CLOSED:
                     continue
-                descriptor, carried = await upstream.lend()
+                descriptor, carried = await handover.lend(upstream)
                 self.holds.step(rid, Step.LENT)
                 lent.append((record, descriptor, carried))
         except BaseException:
@@ -455,7 +456,7 @@ class Holder:
     def take_back_all(self) -> None:
         """The hand-over failed: read every lent connection again and hand workers out."""
         for rid, upstream in list(self.upstreams.items()):
-            upstream.take_back()
+            handover.take_back(upstream)
             if self.holds.of(rid) is Hold.LENT:
                 self.holds.step(rid, Step.TAKEN_BACK)
         self.handing_over = ""
@@ -469,7 +470,7 @@ class Holder:
                 self.holds.step(rid, Step.RELEASED)
             self.policy.forget(rid)
             self.process_groups.forget(rid)
-            await upstream.abandon(why)
+            await handover.abandon(upstream, why)
 
     def adopt(self, record: BreakpointRecord, channel: Channel, carried: Carried) -> None:
         """Hold a worker whose connection an earlier bridge held, as it stood there."""

@@ -47,7 +47,7 @@ class RecordKeeper:
         update: dict[str, Any] = {"state": state, "clients": len(upstream.clients)}
         if state is RecordState.RUNNING and record.live:
             update["location"] = None  # it runs on: where it was is no longer where it is
-        stop = upstream.top_stop()
+        stop = upstream.stops.top()
         if state is RecordState.PAUSED and record.state != RecordState.PAUSED and stop is not None:
             if (
                 record.state == RecordState.RUNNING

@@ -42,7 +42,7 @@ class PostMortems:
     def changed(self, rid: str, upstream: Upstream) -> None:
         """A held worker changed: a new post-mortem stop is captured, then watched."""
         record = self.holder.registry.get(rid)
-        stop = upstream.top_stop()
+        stop = upstream.stops.top()
         if record is None or record.kind != "exception" or stop is None:
             return
         if upstream.state is not State.STOPPED or self._handling.get(rid, (None,))[0] is stop:
@@ -55,7 +55,7 @@ class PostMortems:
         captured = await self._capture(rid, upstream)
         await self._named(rid)
         since = time.monotonic()
-        while upstream.state is State.STOPPED and upstream.top_stop() is stop:
+        while upstream.state is State.STOPPED and upstream.stops.top() is stop:
             if self._debugged(rid, upstream):
                 since = time.monotonic()  # the hold counts from when nobody looks
             elif time.monotonic() - since >= self.hold:

@@ -57,7 +57,7 @@ class ProcessGroups:
     def attach(self, rid: str, upstream: Upstream) -> None:
         """A live worker is held: listen for its groups, and ask once for those it made
         before the bridge came."""
-        upstream.on_process_groups = lambda body: self.told(rid, body)
+        upstream.news.on_process_groups = lambda body: self.told(rid, body)
         task = asyncio.ensure_future(self._ask(rid, upstream))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

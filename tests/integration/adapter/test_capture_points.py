@@ -21,7 +21,7 @@ Live = tuple[Upstream, int, Path, subprocess.Popen[str]]
 
 def listen(upstream: Upstream) -> list[dict[str, Any]]:
     said: list[dict[str, Any]] = []
-    upstream.on_capture = lambda body: said.append(body) if isinstance(body, dict) else None
+    upstream.news.on_capture = lambda body: said.append(body) if isinstance(body, dict) else None
     return said
 
 

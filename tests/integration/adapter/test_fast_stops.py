@@ -41,16 +41,16 @@ async def test_a_stop_right_after_a_resume_is_kept() -> None:
     try:
         await upstream.handshake()
         listener = Listener()
-        upstream.add_client(listener)
+        upstream.audience.add(listener)
         for _ in range(LOOPS - 1):
-            stop = upstream.top_stop()
+            stop = upstream.stops.top()
             assert stop is not None
             await upstream.request("continue", {"threadId": stop.body["threadId"]})
             await asyncio.wait_for(listener.stops.get(), 10)
             # The new stop may have been read before the continue's requester ran again:
             # the upstream must still know the worker is stopped.
-            assert upstream.state is State.STOPPED and upstream.top_stop() is not None
-        last = upstream.top_stop()
+            assert upstream.state is State.STOPPED and upstream.stops.top() is not None
+        last = upstream.stops.top()
         assert last is not None
         await upstream.request("continue", {"threadId": last.body["threadId"]})
         assert process.stdout.readline().strip() == f"result {LOOPS - 1}"

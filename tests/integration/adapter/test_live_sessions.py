@@ -118,7 +118,7 @@ async def test_sessions_share_a_file_and_one_leaving_takes_only_its_own(
     bob_id = theirs.body["breakpoints"][0]["id"]
     assert await next_stop(alice) == (LOOP, [alice_id])
     assert await next_stop(bob) == (LOOP, [])  # the same stop: not one of bob's breakpoints
-    thread_id = upstream.top_stop().body["threadId"]  # type: ignore[union-attr]
+    thread_id = upstream.stops.top().body["threadId"]  # type: ignore[union-attr]
     await alice.request("continue", {"threadId": thread_id})
     assert await next_stop(alice) == (LOOP + 1, [])
     assert await next_stop(bob) == (LOOP + 1, [bob_id])

@@ -31,7 +31,7 @@ async def evaluate(client: DapClient, frame_id: int, expression: str) -> str:
 
 
 async def test_the_hold_learns_where_the_worker_stopped(relay: Relay) -> None:
-    stop = relay.upstream.top_stop()
+    stop = relay.upstream.stops.top()
     assert stop is not None and stop.body["reason"] == "breakpoint"
     assert relay.upstream.state is State.STOPPED
 

@@ -52,10 +52,10 @@ async def test_view_sessions_count_as_nobody_debugging(served: tuple[Workers, in
     assert workers.follows.filters() == []  # no job counts as debugged
     assert not upstream.debugged
 
-    stop = upstream.top_stop()
+    stop = upstream.stops.top()
     await workers.holder.expire()  # looking touched nothing: the hold timeout resumes it
     # It runs on to its next breakpoint() at once: the stop it was held at is gone.
-    await until(lambda: upstream.top_stop() is not stop, what="the hold timeout's resume")
+    await until(lambda: upstream.stops.top() is not stop, what="the hold timeout's resume")
     await follower.close()
     await single.close()
 

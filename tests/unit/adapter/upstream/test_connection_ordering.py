@@ -75,7 +75,7 @@ async def test_a_stop_read_with_the_continue_response_is_kept() -> None:
             await upstream.request("continue", {"threadId": 1})
             await asyncio.sleep(0)
             assert upstream.state is State.STOPPED
-            assert upstream.top_stop() is not None
+            assert upstream.stops.top() is not None
     finally:
         await upstream.close("test over")
         server.close()
@@ -116,7 +116,7 @@ async def test_a_stop_sent_before_its_breakpoints_answer_names_the_breakpoint() 
 
     try:
         await upstream.handshake(expect_stop=False)
-        upstream.add_client(Watcher())
+        upstream.audience.add(Watcher())
         union = ('{"line": 3}',)
         response = await upstream.request(
             "setBreakpoints", {"source": {"path": "/x.py"}, "breakpoints": [{"line": 3}]}

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from raydap.adapter import State, StreamChannel, Upstream, UpstreamError, adopt_tcp_channel
+from raydap.adapter.upstream import handover
 from raydap.protocol import Event, encode, event
 from tests.unit.adapter.peer import held_peer
 from tests.waiting import until
@@ -38,12 +39,12 @@ async def hand_over(upstream: Upstream, while_lent: Callable[[], None] = lambda:
     """Lend ``upstream``'s connection and adopt it, as the new process does; ``while_lent``
     runs between the two (the worker may send then)."""
     await until(lambda: upstream.quiet, what="the stop's prefetch done")
-    descriptor, carried = await upstream.lend()
+    descriptor, carried = await handover.lend(upstream)
     while_lent()
     sock = socket.socket(fileno=os.dup(descriptor))
     channel = await adopt_tcp_channel(sock, carried.unread, peer="peer")
     adopted = Upstream.adopt(channel, carried, name="peer")
-    await upstream.abandon("handed over")
+    await handover.abandon(upstream, "handed over")
     return adopted
 
 
@@ -53,13 +54,13 @@ def output(text: str) -> Event:
 
 async def test_an_adopted_connection_stands_at_the_same_stop_and_reads_on() -> None:
     async with held_peer() as (peer, upstream):
-        stop = upstream.top_stop()
+        stop = upstream.stops.top()
         adopted = await hand_over(upstream, lambda: peer.write(output("during")))
         listener = Listener()
-        adopted.add_client(listener)
+        adopted.audience.add(listener)
         adopted.start()
         assert adopted.state is State.STOPPED
-        assert adopted.top_stop() == stop
+        assert adopted.stops.top() == stop
         peer.write(output("after"))
         await until(lambda: len(listener.events) >= 2, what="events sent during and after")
         assert [e.body["output"] for e in listener.events] == ["during", "after"]
@@ -79,7 +80,7 @@ async def test_a_message_cut_by_the_hand_over_arrives_whole_once() -> None:
         await until(lambda: channel._decoder.buffered, what="the first half read")
         adopted = await hand_over(upstream)
         listener = Listener()
-        adopted.add_client(listener)
+        adopted.audience.add(listener)
         adopted.start()
         peer._writers[-1].write(wire[30:])
         peer.write(output("next"))
@@ -91,13 +92,13 @@ async def test_a_message_cut_by_the_hand_over_arrives_whole_once() -> None:
 async def test_a_hand_over_that_fails_gives_the_connection_back() -> None:
     async with held_peer() as (peer, upstream):
         listener = Listener()
-        upstream.add_client(listener)
+        upstream.audience.add(listener)
         await until(lambda: upstream.quiet, what="the stop's prefetch done")
-        await upstream.lend()
+        await handover.lend(upstream)
         with pytest.raises(UpstreamError, match="handed to a new bridge"):
             await upstream.request("evaluate", {"expression": "1"})
         peer.write(output("while lent"))
-        upstream.take_back()
+        handover.take_back(upstream)
         await until(lambda: listener.events, what="the event sent while lent")
         assert listener.events[0].body["output"] == "while lent"
         assert (await upstream.request("evaluate", {"expression": "1"})).success
@@ -112,7 +113,7 @@ async def test_a_busy_connection_is_not_lent() -> None:
         await until(lambda: "evaluate" in peer.received, what="the request at the worker")
         assert not upstream.quiet
         with pytest.raises(UpstreamError, match="busy"):
-            await upstream.lend()
+            await handover.lend(upstream)
         peer.holding["evaluate"].set()
         assert (await asking).success
         assert upstream.quiet

@@ -99,7 +99,7 @@ async def test_a_stop_the_bridge_cannot_settle_is_shown_where_it_is() -> None:
     try:
         await upstream.handshake(timeout=5)
         assert upstream.state is State.STOPPED
-        assert upstream.top_stop() is not None
+        assert upstream.stops.top() is not None
     finally:
         await upstream.close("test over")
         server.close()

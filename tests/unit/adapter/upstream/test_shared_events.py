@@ -65,7 +65,7 @@ async def test_sessions_on_one_worker_each_get_their_own_ids_and_paths() -> None
         assert shown("alice", "breakpoint")["breakpoint"]["id"] == 1
         assert shown("bob", "breakpoint")["breakpoint"]["id"] == 2
         # The upstream's own copy of its stop, replayed to clients that join later, is intact.
-        stop = upstream.top_stop()
+        stop = upstream.stops.top()
         assert stop is not None and stop.body == {"reason": "breakpoint", "threadId": 1}
         assert changed == pristine
         for mux in muxes:
@@ -76,10 +76,10 @@ async def test_a_thread_that_exits_takes_its_stop_with_it() -> None:
     async with held_peer() as (peer, upstream):
         peer.write(event("stopped", {"reason": "breakpoint", "threadId": 2}))
         await until(lambda: 2 in upstream.stops)
-        top = upstream.top_stop()
+        top = upstream.stops.top()
         assert top is not None and top.body["threadId"] == 2
         peer.write(event("thread", {"reason": "exited", "threadId": 2}))
         await until(lambda: 2 not in upstream.stops)
-        top = upstream.top_stop()
+        top = upstream.stops.top()
         assert top is not None and top.body["threadId"] == 1  # a thread that still exists
         assert upstream.state is State.STOPPED
