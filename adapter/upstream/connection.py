@@ -109,7 +109,7 @@ class Upstream:
 
     @classmethod
     def adopt(cls, channel: Channel, carried: Carried, *, name: str, **options: Any) -> Upstream:
-        """A connection another bridge process held (:meth:`lend`), attached and standing
+        """A connection another bridge process held (:func:`.handover.lend`), attached and standing
         where it stood there. Its owner wires it up, then calls :meth:`start`. Lent, taken
         back and abandoned by :mod:`.handover`'s functions."""
         made = cls(channel, name=name, child_pid=carried.child_pid, **options)
