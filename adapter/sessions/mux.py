@@ -5,11 +5,12 @@ workers as they become available, and the mux shows them to the client as one de
 that are only unique per worker (threads, frames, variables, sources) are remapped to
 session-wide ids; source paths are mapped to the client's files; breakpoints the client sets
 reach every worker, present and future, through the books of :mod:`..upstream.books`.
+Which worker a request is for is found by :mod:`.routing`; the threads shown and continued
+are :mod:`.threads`; a worker's paths and unopenable files are :mod:`.worker_files`.
 """
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import copy
 import logging
@@ -20,9 +21,11 @@ from raydap.adapter.errors import Kind, UpstreamError, WorkerError
 from raydap.adapter.resume import Configuration, Resume
 from raydap.adapter.sessions.breakpoints import SessionBreakpoints
 from raydap.adapter.sessions.paths import PathMapper
+from raydap.adapter.sessions.routing import RoutingError, route
+from raydap.adapter.sessions.threads import continue_all, running_threads, thread_list
 from raydap.adapter.sessions.translate import Translation
+from raydap.adapter.sessions.worker_files import learn_paths, read_unopenable
 from raydap.adapter.sessions.workers import Worker, WorkerFeed
-from raydap.adapter.upstream import in_worker
 from raydap.adapter.upstream.books import (
     BOOK_COMMANDS,
     SessionBook,
@@ -43,19 +46,6 @@ from raydap.protocol import command as command_info
 from raydap.protocol.extension import CAPTURE_POINT_OFF
 
 log = logging.getLogger(__name__)
-
-
-class RoutingError(WorkerError):
-    """A request the mux cannot send to any worker; its message goes to the client."""
-
-    default_kind = Kind.INVALID
-
-
-def _client_id(arguments: dict[str, Any], name: str) -> int:
-    value = arguments.get(name)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise RoutingError(f"{name} must be an integer, not {value!r}")
-    return value
 
 
 class WorkerMux:
@@ -179,11 +169,11 @@ class WorkerMux:
         ``setBreakpoints`` sent while it joins reaches it too. The stops are replayed after
         the awaits and in the same step as subscribing, so a stop that happens meanwhile is
         shown exactly once."""
-        await self._learn_paths(worker)
+        await learn_paths(self._ids.paths, worker)
         if self._closed:
             return
         self._configured[worker.key] = worker
-        running_threads = await self._running_threads(worker)
+        running = await running_threads(worker, self._all_threads)
         for request in list(self._configuration.values()):
             try:
                 await self._forward(worker, request)
@@ -202,7 +192,7 @@ class WorkerMux:
             self.upstream_event(worker.upstream, worker.upstream.process_event)
         stops = list(worker.upstream.stops.values())
         stopped: list[object] = [(stop.body or {}).get("threadId") for stop in stops]
-        for thread_id in dict.fromkeys([*stopped, *running_threads]):
+        for thread_id in dict.fromkeys([*stopped, *running]):
             if isinstance(thread_id, int):  # clients learn of threads without asking
                 started = {"reason": "started", "threadId": thread_id}
                 self._send(event("thread", self._to_client(worker, started)))
@@ -211,39 +201,6 @@ class WorkerMux:
         self.breakpoints.announce()
         for stop in stops:
             self.upstream_event(worker.upstream, stop)
-
-    async def _running_threads(self, worker: Worker) -> list[int]:
-        """The threads of a worker that joins running (a live one), to announce: its main
-        thread, or all of them for a session that shows all threads."""
-        if worker.upstream.stops:
-            return []
-        try:
-            answer = await worker.upstream.request("threads")
-        except UpstreamError:
-            return []
-        threads = (answer.body or {}).get("threads") or [] if answer.success else []
-        return [
-            t["id"] for t in threads
-            if isinstance(t.get("id"), int) and (self._all_threads or t.get("name") == "MainThread")
-        ]  # fmt: skip
-
-    async def _learn_paths(self, worker: Worker) -> None:
-        """Learn the worker's package directory (from the directory a live worker reports,
-        or by reading the stack once) before breakpoints are mapped to it."""
-        if not self._ids.paths.active:
-            return
-        if worker.working_dir:
-            self._ids.paths.to_client(worker.key, worker.working_dir)
-        if not worker.upstream.stops:
-            return
-        try:
-            _, frames = await worker.upstream.stack(levels=50)
-        except UpstreamError:
-            return
-        for frame in frames:
-            path = (frame.get("source") or {}).get("path")
-            if isinstance(path, str):
-                self._ids.paths.to_client(worker.key, path)
 
     def upstream_event(self, upstream: Upstream, message: Event) -> None:
         worker = self._by_upstream.get(upstream)
@@ -297,7 +254,7 @@ class WorkerMux:
         if command == CONTINUE_ALL:
             for key in self.workers:
                 self._audit("continue", key, {})
-            return response_to(request, {"continued": await self._continue_all()})
+            return response_to(request, {"continued": await continue_all(self.workers.values())})
         if command in BOOK_COMMANDS:
             try:
                 return await self.breakpoints.set(request, list(self._configured.values()))
@@ -306,34 +263,13 @@ class WorkerMux:
         if command_info(command).route is Route.BROADCAST:
             return await self._broadcast(request)
         if command == "threads":
-            return response_to(request, {"threads": await self._all_thread_list()})
+            threads = await thread_list(list(self.workers.values()), self._ids, self._all_threads)
+            return response_to(request, {"threads": threads})
         reference = request.args.get("sourceReference")
         if command == "source" and self._ids.unopenable(reference) is not None:
-            return await self._unopenable_source(request)
-        worker = self._route(request)
+            return await read_unopenable(request, self.workers, self._ids, self._audit)
+        worker = route(request, self.workers, self._ids)
         return await self._forward(worker, request, for_client=True)
-
-    def _route(self, request: Request) -> Worker:
-        command = request.command
-        route = command_info(command).route
-        ids = self._ids.ids_for(route)
-        mapped: tuple[str, int] | None = None
-        if ids is not None and request.args.get(route.value) not in (None, 0):
-            mapped = ids.to_worker(_client_id(request.args, route.value))
-        elif len(self.workers) == 1:
-            return next(iter(self.workers.values()))
-        else:
-            raise RoutingError(
-                f"{command!r} does not say which worker it is for; select a stack frame of a "
-                "paused worker first"
-                if self.workers
-                else "no paused worker in this session yet"
-            )
-        if mapped is None or mapped[0] not in self.workers:
-            raise RoutingError(
-                f"{command!r} names an id of a worker that has resumed or left", Kind.NOT_FOUND
-            )
-        return self.workers[mapped[0]]
 
     async def _forward(
         self, worker: Worker, request: Request, *, for_client: bool = False
@@ -376,76 +312,6 @@ class WorkerMux:
             if isinstance(answer, Response):
                 return answer
         raise RoutingError(f"no worker answered {request.command!r}: {answers[0]}", Kind.REFUSED)
-
-    async def _all_thread_list(self) -> list[dict[str, Any]]:
-        workers = list(self.workers.values())
-        answers = await asyncio.gather(
-            *(w.upstream.request("threads") for w in workers), return_exceptions=True
-        )
-        if workers and not any(isinstance(a, Response) and a.success for a in answers):
-            raise RoutingError(
-                str(answers[0].message if isinstance(answers[0], Response) else answers[0]),
-                Kind.REFUSED,
-            )
-        threads: list[dict[str, Any]] = []
-        for worker, answer in zip(workers, answers, strict=True):
-            if not isinstance(answer, Response) or not answer.success:
-                continue
-            stopped = set(worker.upstream.stops)
-            for thread in (answer.body or {}).get("threads", []):
-                wanted = thread["id"] in stopped or thread.get("name") == "MainThread"
-                if self._all_threads or wanted:
-                    threads.append(
-                        {
-                            "id": self._ids.threads.to_client(worker.key, thread["id"]),
-                            "name": f"{worker.label}: {thread.get('name', '')}",
-                            "worker": worker.facts(),
-                        }
-                    )
-        return threads
-
-    async def _continue_all(self) -> list[str]:
-        async def resume(worker: Worker) -> str | None:
-            stop = worker.upstream.stops.top()
-            if stop is None:
-                return None
-            thread_id = (stop.body or {}).get("threadId", 0)
-            answer = await worker.upstream.request("continue", {"threadId": thread_id})
-            return worker.key if answer.success else None
-
-        done = await asyncio.gather(*(resume(w) for w in list(self.workers.values())))
-        return [key for key in done if key]
-
-    async def _unopenable_source(self, request: Request) -> Response:
-        """The text of a worker file the client cannot open, read through the worker itself
-        (debugpy serves no file by path, and the worker may be on another node)."""
-        found = self._ids.unopenable(request.args["sourceReference"])
-        assert found is not None  # routed here because it is one
-        key, path = found
-        # Read-only (a view token may), but it runs bridge-written code in the worker: audited.
-        self._audit("source", key, {"path": path})
-        worker = self.workers.get(key)
-        frame = next((c for c in self._ids.frames.ids_of(key)), None) if worker else None
-        if worker is None or frame is None:
-            raise RoutingError(
-                f"{path} can be read only while its worker is paused", Kind.NOT_PAUSED
-            )
-        worker_frame = self._ids.frames.to_worker(frame)[1]  # type: ignore[index]
-        answer = await worker.upstream.request(
-            "evaluate",
-            {"expression": in_worker.read_file(path), "frameId": worker_frame,
-             "context": "clipboard"},
-        )  # fmt: skip
-        if not answer.success:
-            raise RoutingError(
-                f"cannot read {path} in {worker.label}: {answer.message}", Kind.REFUSED
-            )
-        try:
-            text = ast.literal_eval(str((answer.body or {}).get("result", "")))
-        except (ValueError, SyntaxError):
-            raise RoutingError(f"cannot read {path} in {worker.label}", Kind.REFUSED) from None
-        content = "# file too large to show" if text is None else str(text)
-        return response_to(request, {"content": content, "mimeType": "text/x-python"})
 
     # -- id and path translation ------------------------------------------------------------
 
