@@ -4,8 +4,6 @@ connection file is written once both listeners accept connections and removed at
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import importlib.metadata
 import logging
 import os
@@ -21,31 +19,20 @@ from raydap.adapter import (
     AttachError,
     ClientSession,
     UpstreamError,
-    adopt_tcp_channel,
     bridge_capabilities,
 )
 from raydap.adapter.errors import Kind
-from raydap.bridge.captures.points import Points
-from raydap.bridge.captures.service import CaptureService
-from raydap.bridge.captures.store import Captures
 from raydap.bridge.cluster import ray_auth
 from raydap.bridge.cluster.dashboard import DashboardClient
-from raydap.bridge.cluster.discovery import Discovery
-from raydap.bridge.cluster.driver import RayDriver
-from raydap.bridge.cluster.live_marks import GcsMarks, Marks
+from raydap.bridge.cluster.live_marks import Marks
 from raydap.bridge.cluster.locate import Cluster
-from raydap.bridge.cluster.pdb_keys import LegacyPdbDiscovery
-from raydap.bridge.cluster.remote_stacks import RemoteStacks
-from raydap.bridge.hangs.dead_ranks import DeadRanks, dashboard_cause
-from raydap.bridge.hangs.outside_pause import OutsidePause
-from raydap.bridge.hangs.reports import HangReports
-from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.mcp.desk import Desk
 from raydap.bridge.mcp.http import McpEndpoint
 from raydap.bridge.mcp.server import make_server
 from raydap.bridge.server import connection_file, directories, handover, supervisor
 from raydap.bridge.server.audit import AuditLog
 from raydap.bridge.server.auth import Authenticator, Token, tokens_for
+from raydap.bridge.server.backend import Backend
 from raydap.bridge.server.browser import BrowserGuard
 from raydap.bridge.server.dap_listener import DapListener
 from raydap.bridge.server.http_api import Services, make_app
@@ -53,15 +40,7 @@ from raydap.bridge.server.limits import ConnectionLimiter
 from raydap.bridge.server.metrics import Metrics
 from raydap.bridge.server.settings import Settings
 from raydap.bridge.server.token_file import TokenFileWatch
-from raydap.bridge.service import Workers
-from raydap.bridge.workers import pdb_records
-from raydap.bridge.workers.collective_gate import CollectiveGate
-from raydap.bridge.workers.group_timeouts import GroupTimeouts
-from raydap.bridge.workers.holder import Holder
-from raydap.bridge.workers.live import LiveWorkers
-from raydap.bridge.workers.post_mortem import PostMortems
 from raydap.bridge.workers.registry import Registry
-from raydap.bridge.workers.rescue import Rescuer
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +88,7 @@ class Bridge:
 
     def __init__(self, settings: Settings, cluster: Cluster, marks: Marks | None = None) -> None:
         """Raises TokenError for token settings that cannot be used. Live workers are found
-        through ``marks`` (GCS's by default; none without a GCS address)."""
+        through ``marks`` (:class:`~.backend.Backend`)."""
         self.settings = settings
         self.cluster = cluster
         self.registry = Registry()
@@ -120,66 +99,12 @@ class Bridge:
         self.dashboard = DashboardClient(
             cluster.dashboard_url, headers=ray_auth.dashboard_headers()
         )
-        self.holder = Holder(
-            self.registry,
-            ray_state=self.dashboard,
-            task_state=self.dashboard.task_state,
-            request_timeout=settings.request_timeout,
-            hold_timeout=settings.hold_timeout,
-            observe_request=self.metrics.worker_request,
-        )
-        #: The one redactor: what captures, stacks and a view token's values hide.
-        redactor = settings.redactor
-        self.holder.capture_settings = redactor.settings()
-        self.discovery = Discovery(
-            self.dashboard,
-            on_paused=self.holder.hold,
-            is_known=self.holder.is_known,
-            on_poll=self.holder.still_paused,
-            interval=settings.poll_interval,
-            observe=self.metrics.discovery_poll,
-        )
-        if marks is None and cluster.gcs_address:
-            marks = GcsMarks(cluster.gcs_address)
-        self.live = (
-            LiveWorkers(
-                self.holder,
-                self.dashboard.running_listeners,
-                marks,
-                running_tasks=self.dashboard.running_tasks,
-            )
-            if marks
-            else None
-        )
-        # Reading stacks and pausing in place run on the workers' nodes (joined on first use).
-        self.ray_driver = RayDriver(cluster.gcs_address)
-        self.remote_stacks = RemoteStacks(
-            self.dashboard, self.ray_driver, timeout=settings.request_timeout
-        )
-        self.rescuer = Rescuer(self.registry, self.ray_driver)
-        self.holder.on_refused = self.rescuer.rescue
-        self.outside_pause = OutsidePause(
-            self.holder, self.dashboard, self.ray_driver, remote_stacks=self.remote_stacks
-        )
-        self.hangs = (
-            HangWatch(
-                self.holder,
-                self.remote_stacks,
-                hang_after=settings.hang_after,
-                interval=settings.hang_sample_interval,
-                scope=settings.hang_watch,
-                reports=HangReports(
-                    settings.hang_reports,
-                    max_reports=settings.hang_reports_kept,
-                    max_bytes=settings.hang_reports_mb * 2**20,
-                ),
-                redactor=redactor,
-                dead_ranks=DeadRanks(self.holder.process_groups, dashboard_cause(self.dashboard)),
-            )
-            if settings.hang_watch != "off"
-            else None
-        )
-        self.metrics.watch_hangs(self.hangs)
+        self.backend = Backend(
+            settings, cluster, registry=self.registry, dashboard=self.dashboard,
+            metrics=self.metrics, marks=marks,
+        )  # fmt: skip
+        #: What a person can do to workers: the one service behind every door.
+        self.workers = self.backend.workers
         self.auth = Authenticator(tokens_for(settings))
         #: The token file, read again when ``raydap token`` (or a person) edits it.
         self.token_watch = (
@@ -188,40 +113,6 @@ class Bridge:
             else None
         )
         self.audit = AuditLog(settings.audit_log)
-        #: What a person can do to workers: the one service behind every door (DAP sessions
-        #: find their workers through it; HTTP and MCP act through it).
-        self.captures = Captures(
-            self.registry, settings.captures, most=settings.captures_kept,
-            most_bytes=settings.captures_mb * 2**20, redactor=redactor,
-        )  # fmt: skip
-        self.holder.on_capture = self.captures.told
-        self.metrics.count_captures(self.captures)
-        self.points = Points(self.holder, settings.captures)
-        self.workers = Workers(
-            self.holder, self.remote_stacks, self.outside_pause, self.hangs,
-            job_status=self.dashboard.job_status,
-            capturing=CaptureService(
-                self.captures, self.points, self.live.configuration if self.live else {}
-            ),
-            redactor=redactor,
-        )  # fmt: skip
-        if self.live is not None:  # what is given to ranks is given to each one held later
-            self.live.also_held += [self.points.held, self.workers.ranked.held]
-            self.live.ranked = self.workers.ranked  # and kept as the job's breakpoints are
-            self.workers.ranked.on_change = self.live.save_soon
-        #: A failed task's post-mortem stop is captured, then let go unless someone looks.
-        self.post_mortems = PostMortems(
-            self.holder, self.workers.follows, hold=settings.post_mortem_hold
-        )
-        self.holder.watchers.append(self.post_mortems.changed)
-        #: A rank stopped alone must not get its peers killed (live workers' ranks only).
-        self.group_timeouts = (
-            GroupTimeouts(self.holder, self.workers.follows, seconds=settings.debug_group_timeout)
-            if self.live is not None and settings.debug_group_timeout > 0
-            else None
-        )
-        if self.group_timeouts is not None:  # every stop of a live worker passes it first
-            self.holder.gate_for = CollectiveGate(self.group_timeouts).for_worker
         desk = Desk(self.workers)
         version = importlib.metadata.version("raydap")
         server = make_server(desk, self.audit.record, version, self.metrics.tool_call)
@@ -236,14 +127,13 @@ class Bridge:
             limiter=self.limiter,
             handshake_timeout=settings.handshake_timeout,
             sessions=self.sessions,
-            redactor=redactor,
+            redactor=self.backend.redactor,
         )
         self.http_address: tuple[str, int] = ("", 0)
         self.dap_address: tuple[str, int] = ("", 0)
         self.connection_file: Path | None = None
         self.shared_connection_file: Path | None = None
         self._runner: web.AppRunner | None = None
-        self._tasks: list[asyncio.Task[None]] = []
         self._listeners: dict[str, socket.socket] = {}
         self._giver: handover.Giver | None = None
         self._site: web.SockSite | None = None
@@ -261,7 +151,7 @@ class Bridge:
         return f"{'https' if self.settings.tls else 'http'}://{host}:{port}"
 
     def capabilities(self) -> dict[str, Any]:
-        held = next(iter(self.holder.upstreams.values()), None)
+        held = next(iter(self.backend.holder.upstreams.values()), None)
         return bridge_capabilities(held.capabilities if held else None)
 
     def authorize_attach(self, arguments: dict[str, Any]) -> Token:
@@ -286,15 +176,16 @@ class Bridge:
 
     def status(self) -> dict[str, Any]:
         """What ``/healthz`` says: degraded while discovery cannot reach the dashboard."""
+        discovery = self.backend.discovery
         status: dict[str, Any] = {
-            "status": "ok" if self.discovery.healthy else "degraded",
-            "held": len(self.holder.upstreams),
+            "status": "ok" if discovery.healthy else "degraded",
+            "held": len(self.backend.holder.upstreams),
             "version": importlib.metadata.version("raydap"),
             "dap_port": self.dap_address[1],
         }
-        if not self.discovery.healthy:
-            status["reason"] = self.discovery.problem
-        driver = self.ray_driver.status
+        if not discovery.healthy:
+            status["reason"] = discovery.problem
+        driver = self.backend.ray_driver.status
         status["ray_driver"] = {"state": driver.state, "why": driver.why}
         return status
 
@@ -305,9 +196,7 @@ class Bridge:
         Raises :class:`~.directories.DirectoryError` before anything starts if a directory it
         writes cannot be used; a start that fails later stops whatever it had started."""
         prepare_directories(self.settings)
-        kept = self.captures.load(), self.points.load()
-        if any(kept):
-            log.info("read back %d captures and %d capture points", *kept)
+        self.backend.load()
         try:
             await self._start(received)
         except BaseException:
@@ -355,18 +244,7 @@ class Bridge:
             kept = received.offer.generated_token
             if kept is not None and self._generated_token is not None:
                 self.auth.tokens = [Token("generated", "debug", kept)]
-            if self.live is not None:  # the kept lists, which the workers handed over hold
-                await self.live.restore_once()
-            for worker in received.offer.workers:
-                record = worker.record
-                channel = await adopt_tcp_channel(
-                    received.sockets[worker.descriptor],
-                    worker.carried.unread,
-                    peer=f"{record.node_ip}:{record.debugger_port}",
-                )
-                self.holder.adopt(record, channel, worker.carried)
-            if received.offer.hangs is not None and self.hangs is not None:
-                self.hangs.recall(received.offer.hangs)  # the same verdicts, going on
+            await self.backend.adopt(received)
         self._start_work()
         self._giver = handover.Giver(
             handover.socket_path(settings.runtime_dir, os.getpid()),
@@ -390,36 +268,9 @@ class Bridge:
             )
 
     def _start_work(self) -> None:
-        """Discovery and the loops that watch workers: stopped while workers are lent."""
-        settings = self.settings
-        self._tasks = [
-            asyncio.create_task(self.discovery.run(), name="discovery"),
-            asyncio.create_task(self._expire_loop(), name="hold timeout"),
-        ]
-        if self.token_watch is not None:
-            self._tasks.append(asyncio.create_task(self.token_watch.run(), name="token file"))
-        if self.hangs is not None:
-            self._tasks.append(asyncio.create_task(self.hangs.run(), name="hang watch"))
-        if self.live is not None:
-            every = settings.live_poll_interval
-            self._tasks.append(asyncio.create_task(self.live.run(every), name="live workers"))
-        if self.group_timeouts is not None:
-            self._tasks.append(
-                asyncio.create_task(self.group_timeouts.run(), name="collective timeouts")
-            )
-        if self.cluster.gcs_address:
-            legacy = LegacyPdbDiscovery(
-                self.cluster.gcs_address, functools.partial(pdb_records.reconcile, self.registry)
-            )
-            self._tasks.append(asyncio.create_task(legacy.run(), name="legacy pdb discovery"))
-
-    async def _stop_work(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        """The backend's loops and the token file's: stopped while workers are lent."""
+        also = {"token file": self.token_watch.run} if self.token_watch is not None else {}
+        self.backend.start_work(also)
 
     # -- handing over to a new bridge process (:mod:`.handover`) ----------------------------
 
@@ -429,9 +280,9 @@ class Bridge:
             f"raydap: this bridge (pid {os.getpid()}) is being replaced by pid {pid}: "
             "attach again in a moment"
         )
-        await self._stop_work()
+        await self.backend.stop_work()
         try:
-            lent = await self.holder.lend_all(why)
+            lent = await self.backend.holder.lending.lend_all(why)
         except BaseException as exc:
             self._start_work()  # whatever went wrong, this bridge works on
             if isinstance(exc, UpstreamError):
@@ -452,7 +303,7 @@ class Bridge:
             workers=workers,
             descriptors=len(descriptors),
             generated_token=self._generated_token,
-            hangs=self.hangs.remember() if self.hangs is not None else None,
+            hangs=self.backend.hangs.remember() if self.backend.hangs is not None else None,
         )
         return handover.Lent(offer, descriptors)
 
@@ -466,7 +317,7 @@ class Bridge:
         for session in sessions:
             session.replaced(pid)  # what a client needs to resume its session there
         await asyncio.gather(*(session.sent(timeout=2.0) for session in sessions))
-        await self.holder.abandon_all(
+        await self.backend.holder.lending.abandon_all(
             f"this bridge was replaced by pid {pid}: attach again (same port, same stops)"
         )
         supervisor.main_pid_moved(pid)
@@ -474,7 +325,7 @@ class Bridge:
 
     async def _kept(self, why: str) -> None:
         log.warning("%s; serving on", why)
-        self.holder.take_back_all()
+        self.backend.holder.lending.take_back_all()
         self._start_work()
 
     def _tokens_changed(self, tokens: list[Token]) -> None:
@@ -497,11 +348,6 @@ class Bridge:
         """The secret raydap's clients on this machine use: the first debug token's."""
         return next((t.secret for t in self.auth.tokens if t.role == "debug"), None)
 
-    async def _expire_loop(self) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            await self.holder.expire()
-
     async def stop(self) -> None:
         """Stop listening and detach from every worker, so they all run on. Also what a start
         that failed half-way calls; a second call finds nothing left to stop."""
@@ -514,19 +360,9 @@ class Bridge:
         if self._giver is not None:
             await self._giver.close()
             self._giver = None
-        await self._stop_work()
+        await self.backend.stop_work()
         await self.dap.close()
-        await self.outside_pause.close()
-        await self.rescuer.close()
-        if self.live is not None:
-            await self.live.close()
-        await self.points.close()
-        self.captures.close()
-        await self.post_mortems.close()
-        if self.group_timeouts is not None and not self.replaced.is_set():
-            await self.group_timeouts.give_back()  # nobody debugs the jobs any more
-        await self.holder.close()
-        await self.ray_driver.close()
+        await self.backend.close(replaced=self.replaced.is_set())
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
