@@ -106,7 +106,10 @@ def places(identity: Identity) -> tuple[MeshPlace, ...]:
 
 def _told(mesh: TorchMesh, identity: Identity) -> list[MeshAxis]:
     """The axes of a mesh torch told, each dimension's peers the run of ranks that differ from
-    this one along it only; none where the mesh is not laid over the world in order."""
+    this one along it only; none where the mesh is not laid over the world in order, or is
+    larger than the world."""
+    if math.prod(mesh.shape) > identity.world_size:
+        return []  # more ranks than the world: not a mesh of this job's ranks
     strides = [math.prod(mesh.shape[d + 1 :]) for d in range(len(mesh.shape))]
     rank = identity.rank
     if sum(c * s for c, s in zip(mesh.coord, strides, strict=True)) != rank:

@@ -12,9 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from raydap.bridge.workers import meshes
+from raydap.bridge.workers.process_groups import ProcessGroups
 from raydap.bridge.workers.rank_sets import parse
+from raydap.bridge.workers.records import BreakpointRecord
+from raydap.bridge.workers.registry import Registry
 from raydap.live.collectives import spans
-from raydap.protocol.collectives import GroupInfo, Identity, TorchMesh
+from raydap.protocol.collectives import MAX_MESHES, GroupInfo, Identity, TorchMesh
 
 
 def mesh_groups(shape: tuple[int, ...], dims: tuple[str, ...]) -> list[tuple[str, list[int]]]:
@@ -178,3 +181,36 @@ def test_a_hostile_workers_groups_make_a_bounded_mesh_field() -> None:
     dims = {axis.dim for place in found for axis in place.axes}
     assert "many" not in dims and not any("<" in dim for dim in dims)
     assert meshes.text(found).split()[0] == "d0=0"  # the rest still named, as rank sets write
+
+
+def test_a_hostile_workers_told_meshes_are_refused_or_left_out() -> None:
+    """The meshes a worker's torch tells are its own say too: one over the bounds or out of
+    shape drops the whole identity (the record stays as it was), and a mesh larger than the
+    world, off the world's order, or with names a rank set cannot write is not used."""
+    registry = Registry()
+    registry.put(BreakpointRecord(id="w1", node_ip="127.0.0.1", paused_since=0.0))
+    groups = ProcessGroups(registry)
+    mesh = {"dims": ["dp", "tp"], "shape": [2, 2], "coord": [0, 1]}
+    malformed = [
+        [mesh] * (MAX_MESHES + 1),  # too many meshes
+        [{"dims": ["d"] * 17, "shape": [1] * 17, "coord": [0] * 17}],  # too many dimensions
+        [{**mesh, "coord": [0, 2]}],  # a coordinate outside its mesh
+        [{**mesh, "shape": [2]}],  # names, shape and coordinate of different lengths
+        [{**mesh, "shape": [2, 0]}],  # an empty dimension
+    ]
+    for told in malformed:
+        groups.told("w1", {"identity": {"rank": 1, "world_size": 4, "meshes": told}})
+        record = registry.get("w1")
+        assert record is not None and record.rank is None and record.mesh == ()
+    groups.told("w1", {"identity": {"rank": 1, "world_size": 4, "meshes": [mesh]}})
+    record = registry.get("w1")
+    assert record is not None and record.rank == 1 and meshes.text(record.mesh) == "dp=0 tp=1"
+
+    def told(*meshes_told: dict[str, object]) -> list[dict[str, int]]:
+        said = Identity.model_validate({"rank": 1, "world_size": 4, "meshes": meshes_told})
+        return coords(said)
+
+    assert told({"dims": ["dp"], "shape": [10**18], "coord": [1]}) == []  # larger than the world
+    assert told({**mesh, "coord": [1, 0]}) == []  # coordinate 2 of the world's order, not 1
+    odd = {"dims": ["dp", "<img src=x onerror=alert(1)>"], "shape": [2, 2], "coord": [0, 1]}
+    assert told(odd) == [{"dp": 0}]
