@@ -73,11 +73,10 @@ class Connector:
         options = self._options(record)
         upstream = Upstream(channel, name=record.label, child_pid=child_pid, **options)
         upstream.stops_in_ray_hook = stops_in_ray_hook
-        # Before the handshake: debugpy names waiting children as soon as it is done, and a
-        # live worker is given its job's kept breakpoints during it.
+        # Before the handshake: debugpy names waiting children as soon as it is done, a live
+        # worker is given its job's kept breakpoints during it, and its restored capture
+        # points fire at once.
         self._wire(record, upstream)
-        if (on_capture := self.on_capture) is not None:  # restored capture points fire at once
-            upstream.news.on_capture = lambda body: on_capture(record.id, body)
         try:
             await upstream.handshake(
                 timeout=self.handshake_timeout,
@@ -103,9 +102,12 @@ class Connector:
         return upstream
 
     def _wire(self, record: BreakpointRecord, upstream: Upstream) -> None:
-        """What every held worker's connection is given, new or adopted."""
+        """What every held worker's connection is given, new or adopted (an adopted worker's
+        capture points capture on into this bridge)."""
         upstream.breakpoints.capture_settings = self.capture_settings
         upstream.news.on_child = lambda pid: self._on_child(record.id, pid)
+        if (on_capture := self.on_capture) is not None:
+            upstream.news.on_capture = lambda body: on_capture(record.id, body)
         if record.live and self.gate_for is not None:
             upstream.gate = self.gate_for(record.id)
 
