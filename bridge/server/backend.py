@@ -49,6 +49,9 @@ Loop = Callable[[], Coroutine[Any, Any, None]]
 
 
 class Backend:
+    """The workers' side of one bridge, built from its settings: holder, discovery, live
+    workers, stacks, hangs, captures, and the service the doors share."""
+
     def __init__(
         self,
         settings: Settings,

@@ -59,6 +59,9 @@ def record_id(worker_id: str) -> str:
 
 
 class Holder:
+    """Every worker the bridge holds: found by discovery (or a live mark, or as a held
+    worker's child), connected once, handed out to sessions, and let go."""
+
     def __init__(
         self,
         registry: Registry,

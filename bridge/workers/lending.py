@@ -36,6 +36,8 @@ class Held(Protocol):
 
 
 class Lending:
+    """Every held worker lent at once, taken back or left: a hand-over is all or nothing."""
+
     def __init__(self, held: Held) -> None:
         self._held = held
         #: Why no worker is handed out: set while the workers are lent to a new bridge (each
