@@ -17,8 +17,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from raydap.bridge.cluster.dashboard import DashboardClient, DashboardError
+from raydap.bridge.cluster.dashboard import DashboardError, NodeRow, WorkerExit
 from raydap.bridge.hangs.desync import group_label, ranks_text
 from raydap.bridge.hangs.verdicts import DeadRank, Unread, Verdict
 from raydap.bridge.workers.process_groups import Departed, ProcessGroups
@@ -32,6 +33,10 @@ CAUSE_WAIT = 3.0
 MAX_CAUSE = 400
 #: Ray's words for an exit that nobody should be told of: its own clean-up as a job ends.
 QUIET_EXITS = frozenset({"INTENDED_SYSTEM_EXIT"})
+#: How long a worker's ``SYSTEM_ERROR`` may yet turn out to be its node's loss: Ray records
+#: the exit (its connection to the node broke) at once, but marks the node dead only once its
+#: health checks have failed for a while (about 30 s by default).
+NODE_LOSS_WITHIN = 60.0
 
 
 @dataclass(frozen=True)
@@ -51,8 +56,18 @@ CauseOf = Callable[[Departed], Awaitable[Ending]]
 UNKNOWN = Ending(None, final=False)
 
 
-def dashboard_cause(dashboard: DashboardClient) -> CauseOf:
-    """Why a worker ended, from Ray's state API: its node lost, or its worker's exit."""
+class RayState(Protocol):
+    """What Ray's state API says of nodes and workers (:class:`DashboardClient`)."""
+
+    async def node(self, node_id: str) -> NodeRow | None: ...
+
+    async def worker_exit(self, worker_id: str) -> WorkerExit | None: ...
+
+
+def dashboard_cause(dashboard: RayState, *, clock: Callable[[], float] = time.time) -> CauseOf:
+    """Why a worker ended, from Ray's state API: its node lost, or its worker's exit. A
+    ``SYSTEM_ERROR`` is said at once, but asked again for :data:`NODE_LOSS_WITHIN`: its node
+    may yet be found lost, which is the cause a person needs."""
 
     async def cause(departed: Departed) -> Ending:
         record = departed.record
@@ -67,9 +82,9 @@ def dashboard_cause(dashboard: DashboardClient) -> CauseOf:
         if ended is None or ended.is_alive or not ended.exit_type:
             return UNKNOWN  # Ray has not noticed yet (a lost node takes it seconds)
         detail = f": {ended.exit_detail}" if ended.exit_detail else ""
-        return Ending(
-            f"{ended.exit_type}{detail}"[:MAX_CAUSE], True, ended.exit_type in QUIET_EXITS
-        )
+        settled = ended.exit_type != "SYSTEM_ERROR" or clock() - departed.at >= NODE_LOSS_WITHIN
+        why = f"{ended.exit_type}{detail}"[:MAX_CAUSE]
+        return Ending(why, final=settled, quiet=ended.exit_type in QUIET_EXITS)
 
     return cause
 

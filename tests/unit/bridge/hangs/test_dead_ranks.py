@@ -3,10 +3,20 @@ gloo rank killed with SIGKILL: tests/e2e/test_hangs.py)."""
 
 from __future__ import annotations
 
-from raydap.bridge.hangs.dead_ranks import CAUSE_WAIT, CauseOf, DeadRanks, Ending
+from raydap.bridge.cluster.dashboard import NodeRow, WorkerExit
+from raydap.bridge.hangs.dead_ranks import (
+    CAUSE_WAIT,
+    NODE_LOSS_WITHIN,
+    CauseOf,
+    DeadRanks,
+    Ending,
+    dashboard_cause,
+)
 from raydap.bridge.hangs.watch import HangWatch
 from raydap.bridge.workers.holder import record_id
 from raydap.bridge.workers.process_groups import Departed
+from raydap.bridge.workers.records import BreakpointRecord
+from raydap.protocol.collectives import Identity
 from tests.unit.bridge.hangs.test_nccl import replies
 from tests.unit.bridge.hangs.test_watch import live_ranks, watch
 
@@ -121,3 +131,41 @@ async def test_an_nccl_rank_that_dies_is_named_with_the_collective_its_peers_wai
     assert dead.peers_in is not None and dead.peers_in.endswith("(default_pg, nccl)")
     assert named.summary.startswith(f"rank 3 died (pid 4242 on 10.0.0.1: {oom}) while the "
                                     f"others were in {dead.peers_in}")  # fmt: skip
+
+
+class RayAnswers:
+    """Ray's state API, standing in: what it says of one node and one worker (a node lost
+    for real is tests/e2e/test_multi_host.py's)."""
+
+    def __init__(self) -> None:
+        self.node_state = "ALIVE"
+        self.exit = WorkerExit(is_alive=False, exit_type="SYSTEM_ERROR", exit_detail=KILLED)
+
+    async def node(self, node_id: str) -> NodeRow:
+        return NodeRow(node_id=node_id, node_ip="10.0.0.9", state=self.node_state,
+                       state_message="health checks failed")  # fmt: skip
+
+    async def worker_exit(self, worker_id: str) -> WorkerExit:
+        return self.exit
+
+
+async def test_a_crash_said_at_once_is_named_its_nodes_loss_once_ray_finds_the_node_dead() -> None:
+    """The multi-host e2e test saw it: a node killed whole, and Ray recorded the rank's
+    connection error seconds before it marked the node dead; the verdict kept the first."""
+    ray, now = RayAnswers(), [100.0]
+    cause = dashboard_cause(ray, clock=lambda: now[0])
+    record = BreakpointRecord(id="w1", node_ip="10.0.0.9", node_id="n1", worker_id="ab" * 28,
+                              paused_since=0.0)  # fmt: skip
+    departed = Departed(record=record, identity=Identity(rank=1, world_size=2), at=100.0)
+    first = await cause(departed)
+    assert first.why is not None and first.why.startswith("SYSTEM_ERROR") and not first.final
+    ray.node_state, now[0] = "DEAD", 130.0
+    assert await cause(departed) == Ending(
+        "its node 10.0.0.9 was lost: health checks failed", final=True
+    )
+    # A crash on a node that lives on: final once the node had time to be found lost.
+    ray.node_state, now[0] = "ALIVE", 100.0 + NODE_LOSS_WITHIN
+    assert (await cause(departed)).final
+    # Other exits say all there is at once.
+    ray.exit, now[0] = WorkerExit(is_alive=False, exit_type="NODE_OUT_OF_MEMORY"), 101.0
+    assert await cause(departed) == Ending("NODE_OUT_OF_MEMORY", final=True)
