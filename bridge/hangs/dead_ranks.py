@@ -56,15 +56,15 @@ CauseOf = Callable[[Departed], Awaitable[Ending]]
 UNKNOWN = Ending(None, final=False)
 
 
-class RayState(Protocol):
-    """What Ray's state API says of nodes and workers (:class:`DashboardClient`)."""
+class RayEndings(Protocol):
+    """The dashboard's answers a cause needs: how a node and a worker ended."""
 
     async def node(self, node_id: str) -> NodeRow | None: ...
 
     async def worker_exit(self, worker_id: str) -> WorkerExit | None: ...
 
 
-def dashboard_cause(dashboard: RayState, *, clock: Callable[[], float] = time.time) -> CauseOf:
+def dashboard_cause(dashboard: RayEndings, *, clock: Callable[[], float] = time.time) -> CauseOf:
     """Why a worker ended, from Ray's state API: its node lost, or its worker's exit. A
     ``SYSTEM_ERROR`` is said at once, but asked again for :data:`NODE_LOSS_WITHIN`: its node
     may yet be found lost, which is the cause a person needs."""
